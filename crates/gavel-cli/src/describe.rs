@@ -1,0 +1,215 @@
+//! Readable views of the record: one line per event for `gavel log` and
+//! progress, and the `gavel status` block.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use gavel_domain::Usage;
+use gavel_record::event::ReviewOutcome;
+use gavel_record::{Envelope, Event, RunState, RunStatus};
+
+/// One readable line for an event: `seq  time  kind  what happened`.
+pub fn line(envelope: &Envelope) -> String {
+    let time = envelope.at.strftime("%H:%M:%S%.3f");
+    format!("{:>4}  {time}  {:<16} {}", envelope.seq, envelope.event.kind(), what(&envelope.event))
+}
+
+/// What an event says, in a few words.
+pub fn what(event: &Event) -> String {
+    match event {
+        Event::RunStart(e) => {
+            format!("run {} of workflow `{}` ({}) in {}", e.run_id, e.workflow, e.file, e.workspace)
+        }
+        Event::StageStart(e) => format!("{} round {}", e.stage, e.round),
+        Event::SeatRequest(e) => {
+            let k = &e.key;
+            format!(
+                "{} r{}: {} ← {} (attempt {}), prompt {}",
+                k.stage,
+                k.round,
+                k.seat,
+                k.request,
+                k.attempt,
+                short(&e.prompt_sha256)
+            )
+        }
+        Event::SeatReply(e) => {
+            let k = &e.key;
+            format!(
+                "{} r{}: {} → {} (attempt {}) in {}: {}{}",
+                k.stage,
+                k.round,
+                k.seat,
+                k.request,
+                k.attempt,
+                millis(e.ms),
+                quote(&e.text, 60),
+                usage_suffix(e.usage)
+            )
+        }
+        Event::SeatError(e) => {
+            let k = &e.key;
+            format!(
+                "{} r{}: {} ✗ {} (attempt {}): {}",
+                k.stage, k.round, k.seat, k.request, k.attempt, e.error
+            )
+        }
+        Event::BuildDone(e) => {
+            let mut s = format!("{} r{}: {} file{}", e.stage, e.round, e.files.len(), plural(e.files.len()));
+            if !e.files.is_empty() {
+                let _ = write!(s, " ({})", e.files.keys().cloned().collect::<Vec<_>>().join(", "));
+            }
+            if !e.missing.is_empty() {
+                let _ = write!(s, "; missing {}", e.missing.join(", "));
+            }
+            s
+        }
+        Event::CheckRun(e) => {
+            let command =
+                e.argv.as_ref().map_or_else(|| e.shell.clone().unwrap_or_default(), |a| a.join(" "));
+            let result = if e.timed_out {
+                "timed out".to_owned()
+            } else {
+                e.exit.map_or_else(|| "killed".to_owned(), |c| format!("exit {c}"))
+            };
+            format!("{} r{}: `{command}` {result} in {}", e.stage, e.round, millis(e.ms))
+        }
+        Event::GoalCheck(e) => {
+            let unmet =
+                e.requirements.iter().filter(|r| r.verdict == gavel_domain::protocol::Verdict::Unmet).count();
+            format!(
+                "{} r{}: {} requirement{}, {unmet} unmet",
+                e.stage,
+                e.round,
+                e.requirements.len(),
+                plural(e.requirements.len())
+            )
+        }
+        Event::ReviewDecision(e) => {
+            let decision = match e.decision {
+                ReviewOutcome::Pass => "pass",
+                ReviewOutcome::Revise => "revise",
+                ReviewOutcome::Error => "engine error",
+            };
+            format!(
+                "{} r{}: {} {decision}, {} finding{}",
+                e.stage,
+                e.round,
+                e.reviewer,
+                e.findings.len(),
+                plural(e.findings.len())
+            )
+        }
+        Event::ReviewSynthesis(e) => format!(
+            "{} r{}: {} merged finding{}{}",
+            e.stage,
+            e.round,
+            e.entries.len(),
+            plural(e.entries.len()),
+            if e.merge_failed { " (merge failed)" } else { "" }
+        ),
+        Event::RefineJudge(e) => {
+            format!("{} r{}: route {:?}: {}", e.stage, e.round, e.route, e.reason).to_lowercase()
+        }
+        Event::Kickback(e) => format!(
+            "{} → {}: {} ({} finding{})",
+            e.from,
+            e.to,
+            e.reason,
+            e.findings.len(),
+            plural(e.findings.len())
+        ),
+        Event::ApprovalRequest(e) => {
+            format!("{}: {} file{} to approve", e.stage, e.files.len(), plural(e.files.len()))
+        }
+        Event::Approval(e) => format!(
+            "{}: {} by {}{}",
+            e.stage,
+            if e.approved { "approved" } else { "rejected" },
+            e.by,
+            if e.reason.is_empty() { String::new() } else { format!(": {}", e.reason) }
+        ),
+        Event::RunPause(e) => format!("waiting for {}: {}", e.waiting_for, e.reason),
+        Event::RunResume(e) => {
+            if e.waiting_for.is_empty() {
+                e.reason.clone()
+            } else {
+                format!("{} (was waiting for {})", e.reason, e.waiting_for)
+            }
+        }
+        Event::RunEnd(e) => format!(
+            "{}: {} ({} round{}{})",
+            e.status.as_str(),
+            e.summary,
+            e.rounds,
+            plural(e.rounds),
+            usage_suffix(e.usage)
+        ),
+    }
+}
+
+/// The `gavel status` block.
+pub fn status(state: &RunState, record: &Path) -> String {
+    let mut s = String::new();
+    let status = match &state.status {
+        RunStatus::Empty => "empty (no run:start)".to_owned(),
+        RunStatus::Running => "running, or interrupted (gavel resume takes it up)".to_owned(),
+        RunStatus::Paused { reason, waiting_for } => format!("paused, waiting for {waiting_for}: {reason}"),
+        RunStatus::Ended { status, summary } => format!("{}: {summary}", status.as_str()),
+    };
+    let _ = writeln!(s, "run       {}", state.run_id);
+    let _ = writeln!(s, "workflow  {} ({})", state.workflow, state.file);
+    let _ = writeln!(s, "status    {status}");
+    if let Some(stage) = &state.stage {
+        let _ = writeln!(s, "stage     {stage}, round {}", state.round);
+    }
+    if let Some(in_flight) = &state.in_flight {
+        let _ = writeln!(s, "asking    {in_flight}");
+    }
+    let _ = writeln!(s, "rounds    {}", state.rounds);
+    let _ = writeln!(
+        s,
+        "requests  {} ({} engine error{})",
+        state.requests,
+        state.seat_errors,
+        plural(state.seat_errors)
+    );
+    let _ = writeln!(s, "usage     {}", usage_text(state.usage));
+    let _ = writeln!(s, "events    {}", state.events);
+    if let (Some(start), Some(last)) = (state.started_at, state.last_at) {
+        let _ = writeln!(s, "time      {start} → {last}");
+    }
+    let _ = writeln!(s, "record    {}", record.display());
+    s
+}
+
+/// Tokens and cost, in words.
+pub fn usage_text(usage: Usage) -> String {
+    format!("{} in / {} out tokens, ${:.4}", usage.input_tokens, usage.output_tokens, usage.cost_usd)
+}
+
+fn usage_suffix(usage: Usage) -> String {
+    if usage == Usage::default() { String::new() } else { format!(" [{}]", usage_text(usage)) }
+}
+
+fn millis(ms: u64) -> String {
+    if ms < 1000 { format!("{ms} ms") } else { format!("{}.{} s", ms / 1000, (ms % 1000) / 100) }
+}
+
+fn short(sha: &str) -> &str {
+    sha.get(..12).unwrap_or(sha)
+}
+
+fn plural<N: PartialEq + From<u8> + Copy>(n: N) -> &'static str {
+    if n == N::from(1) { "" } else { "s" }
+}
+
+/// The text on one line, cut to `max` characters.
+fn quote(text: &str, max: usize) -> String {
+    let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if flat.chars().count() <= max {
+        format!("\"{flat}\"")
+    } else {
+        format!("\"{}…\"", flat.chars().take(max).collect::<String>())
+    }
+}

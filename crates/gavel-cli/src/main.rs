@@ -1,0 +1,277 @@
+//! The `gavel` command line: parses arguments, runs the runtime, renders
+//! progress and errors on stderr, data on stdout, and exits with SPEC 6's codes.
+//!
+//! It holds no logic another crate needs: everything it shows is a view of
+//! an outcome or of the record.
+
+mod describe;
+mod render;
+
+use std::io::{IsTerminal as _, Write as _};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+use gavel_record::{RunState, exit, read_record};
+use gavel_runtime::{Observer, Outcome, RunError, StartRequest, Workflow, runs};
+
+use crate::render::Style;
+
+/// gavel runs AI agent work in loops that check the work before anyone accepts it.
+#[derive(Debug, Parser)]
+#[command(name = "gavel", version, about, long_about = None, propagate_version = true)]
+struct Cli {
+    /// Print no progress on stderr (errors still print).
+    #[arg(short, long, global = true)]
+    quiet: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run a workflow from its first stage.
+    Run(RunArgs),
+    /// Take a paused or interrupted run up again (replays its record).
+    Resume(ResumeArgs),
+    /// Show where a run stands, from its record alone.
+    Status(StatusArgs),
+    /// Print a run's record, one readable line per event.
+    Log(LogArgs),
+    /// Validate a workflow: references, seats, scripts, brief. Runs nothing.
+    Check(CheckArgs),
+}
+
+#[derive(Debug, Args)]
+struct RunArgs {
+    /// The workflow file.
+    workflow: PathBuf,
+    /// Use this run id instead of a generated one.
+    #[arg(long, value_name = "ID")]
+    run_id: Option<String>,
+    /// Write the record here instead of .gavel/runs/<run-id>/events.jsonl.
+    #[arg(long, value_name = "PATH")]
+    record: Option<PathBuf>,
+    /// The folder the seats work in (default: the current directory).
+    #[arg(long, value_name = "DIR")]
+    workspace: Option<PathBuf>,
+    /// Answers for approve stages, for offline runs.
+    #[arg(long, value_name = "FILE")]
+    answers: Option<PathBuf>,
+    /// Print the outcome as one JSON object on stdout.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, Args)]
+struct RunRef {
+    /// A run id under .gavel/runs, or a record path.
+    run: String,
+    /// The workspace whose .gavel/runs holds the run (default: the current directory).
+    #[arg(long, value_name = "DIR")]
+    workspace: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+struct ResumeArgs {
+    #[command(flatten)]
+    run: RunRef,
+    /// Print the outcome as one JSON object on stdout.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, Args)]
+struct StatusArgs {
+    #[command(flatten)]
+    run: RunRef,
+    /// Print the status as one JSON object on stdout.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, Args)]
+struct LogArgs {
+    #[command(flatten)]
+    run: RunRef,
+}
+
+#[derive(Debug, Args)]
+struct CheckArgs {
+    /// The workflow file.
+    workflow: PathBuf,
+    /// Print the result as one JSON object on stdout.
+    #[arg(long)]
+    json: bool,
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(err) => {
+            let code = if err.use_stderr() { exit::INVALID } else { exit::PASS };
+            let _ = err.print();
+            return code_of(code);
+        }
+    };
+    let style = Style::detect(cli.quiet);
+    let code = match dispatch(cli.command, &style) {
+        Ok(code) => code,
+        Err(err) => {
+            style.error(&err);
+            err.exit_code()
+        }
+    };
+    code_of(code)
+}
+
+fn code_of(code: i32) -> ExitCode {
+    ExitCode::from(u8::try_from(code).unwrap_or(4))
+}
+
+fn dispatch(command: Command, style: &Style) -> Result<i32, RunError> {
+    match command {
+        Command::Run(args) => run(args, style),
+        Command::Resume(args) => resume(&args, style),
+        Command::Status(args) => status(&args, style),
+        Command::Log(args) => log(&args, style),
+        Command::Check(args) => check(&args, style),
+    }
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime, RunError> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|err| RunError::Refused(format!("cannot start the async runtime: {err}")))
+}
+
+fn workspace_or_cwd(dir: Option<&Path>) -> PathBuf {
+    dir.map_or_else(|| PathBuf::from("."), Path::to_owned)
+}
+
+fn run(args: RunArgs, style: &Style) -> Result<i32, RunError> {
+    let workflow = Workflow::load(&args.workflow)?;
+    if let Some(answers) = &args.answers {
+        return Err(RunError::Refused(format!(
+            "--answers {}: this workflow has no approve stage to answer (approve stages are not supported by this version yet)",
+            answers.display()
+        )));
+    }
+    let request = StartRequest {
+        workflow,
+        workspace: workspace_or_cwd(args.workspace.as_deref()),
+        run_id: args.run_id,
+        record: args.record,
+    };
+    let progress = render::Progress::new(style);
+    let outcome = runtime()?.block_on(gavel_runtime::start(request, &progress))?;
+    Ok(finish(&outcome, args.json, style))
+}
+
+fn resume(args: &ResumeArgs, style: &Style) -> Result<i32, RunError> {
+    let record = locate(&args.run)?;
+    let progress = render::Progress::new(style);
+    let outcome = runtime()?.block_on(gavel_runtime::resume(&record, &progress))?;
+    Ok(finish(&outcome, args.json, style))
+}
+
+fn finish(outcome: &Outcome, json: bool, style: &Style) -> i32 {
+    style.summary(outcome);
+    if json {
+        print_json(&serde_json::to_value(outcome).unwrap_or_default());
+    }
+    outcome.status.exit_code()
+}
+
+fn print_json(value: &serde_json::Value) {
+    let mut out = std::io::stdout().lock();
+    let _ = serde_json::to_writer_pretty(&mut out, value);
+    let _ = writeln!(out);
+}
+
+fn locate(run: &RunRef) -> Result<PathBuf, RunError> {
+    runs::locate(&run.run, &workspace_or_cwd(run.workspace.as_deref())).map_err(RunError::Refused)
+}
+
+fn status(args: &StatusArgs, style: &Style) -> Result<i32, RunError> {
+    let record = locate(&args.run)?;
+    let recording = read_record(&record)?;
+    if let Some(torn) = &recording.torn {
+        style.warning(&torn.warning(&record));
+    }
+    let state = RunState::fold(&recording.events);
+    if args.json {
+        let mut value = serde_json::to_value(&state).unwrap_or_default();
+        if let Some(object) = value.as_object_mut() {
+            object.insert("record".into(), record.display().to_string().into());
+            object.insert("torn_tail".into(), recording.torn.is_some().into());
+        }
+        print_json(&value);
+    } else {
+        let mut out = std::io::stdout().lock();
+        let _ = write!(out, "{}", describe::status(&state, &record));
+    }
+    Ok(exit::PASS)
+}
+
+fn log(args: &LogArgs, style: &Style) -> Result<i32, RunError> {
+    let record = locate(&args.run)?;
+    let recording = read_record(&record)?;
+    if let Some(torn) = &recording.torn {
+        style.warning(&torn.warning(&record));
+    }
+    let mut out = std::io::stdout().lock();
+    for envelope in &recording.events {
+        let _ = writeln!(out, "{}", describe::line(envelope));
+    }
+    Ok(exit::PASS)
+}
+
+fn check(args: &CheckArgs, style: &Style) -> Result<i32, RunError> {
+    let workflow = Workflow::load(&args.workflow)?;
+    gavel_runtime::check_supported(&workflow)?;
+    let seats: Vec<serde_json::Value> = workflow
+        .seats
+        .iter()
+        .map(|(name, entry)| {
+            serde_json::json!({"seat": name, "engine": entry.spec.engine.as_str(), "family": entry.family.as_str()})
+        })
+        .collect();
+    if args.json {
+        print_json(&serde_json::json!({
+            "ok": true,
+            "workflow": workflow.name,
+            "file": workflow.file.display().to_string(),
+            "stages": workflow.stages.iter().map(|s| serde_json::json!({"name": s.name, "kind": s.kind.key()})).collect::<Vec<_>>(),
+            "seats": seats,
+            "digest": workflow.digest,
+        }));
+    } else {
+        style.note(&format!(
+            "ok: workflow `{}` ({}): {} stage{}, {} seat{}",
+            workflow.name,
+            args.workflow.display(),
+            workflow.stages.len(),
+            if workflow.stages.len() == 1 { "" } else { "s" },
+            workflow.seats.len(),
+            if workflow.seats.len() == 1 { "" } else { "s" },
+        ));
+    }
+    Ok(exit::PASS)
+}
+
+/// Lets tests and the progress renderer share one check for colour.
+pub(crate) fn stderr_is_terminal() -> bool {
+    std::io::stderr().is_terminal()
+}
+
+impl Observer for render::Progress<'_> {
+    fn on_event(&self, envelope: &gavel_record::Envelope) {
+        self.event(envelope);
+    }
+
+    fn on_warning(&self, message: &str) {
+        self.warning(message);
+    }
+}

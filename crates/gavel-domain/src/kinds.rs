@@ -1,0 +1,168 @@
+//! Request kinds, access modes and usage: the words a seat request is made of.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+/// The kind of a request a seat answers (SPEC 2.4). Each kind has its own
+/// queue in a script seat and its own prompt template.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RequestKind {
+    /// A builder turn: write the files of a stage.
+    Write,
+    /// The goal check: mark each requirement met or unmet.
+    Goal,
+    /// A reviewer's decision on the work.
+    Review,
+    /// Group raw findings that name the same problem.
+    Merge,
+    /// Cross-review votes on merged findings.
+    Vote,
+    /// The judge's act/skip decisions and answers.
+    Judge,
+    /// A goal planner's first plan.
+    Plan,
+    /// A goal planner's change to a plan.
+    Replan,
+    /// A goal work task.
+    Work,
+    /// A goal check task.
+    Check,
+    /// The goal reviewer.
+    Inspect,
+    /// The goal judge.
+    Rule,
+    /// A fuzzy acceptance criterion.
+    Criterion,
+}
+
+impl RequestKind {
+    /// Every kind, in the order SPEC 2.4 lists the queues.
+    pub const ALL: [RequestKind; 13] = [
+        RequestKind::Write,
+        RequestKind::Goal,
+        RequestKind::Review,
+        RequestKind::Merge,
+        RequestKind::Vote,
+        RequestKind::Judge,
+        RequestKind::Plan,
+        RequestKind::Replan,
+        RequestKind::Work,
+        RequestKind::Check,
+        RequestKind::Inspect,
+        RequestKind::Rule,
+        RequestKind::Criterion,
+    ];
+
+    /// The kind's name as it appears in files and the record.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            RequestKind::Write => "write",
+            RequestKind::Goal => "goal",
+            RequestKind::Review => "review",
+            RequestKind::Merge => "merge",
+            RequestKind::Vote => "vote",
+            RequestKind::Judge => "judge",
+            RequestKind::Plan => "plan",
+            RequestKind::Replan => "replan",
+            RequestKind::Work => "work",
+            RequestKind::Check => "check",
+            RequestKind::Inspect => "inspect",
+            RequestKind::Rule => "rule",
+            RequestKind::Criterion => "criterion",
+        }
+    }
+
+    /// The access a request of this kind gets: builders and workers may
+    /// write; every other kind reads only (SPEC 7).
+    pub const fn access(self) -> Access {
+        match self {
+            RequestKind::Write | RequestKind::Work | RequestKind::Check => Access::MayWrite,
+            _ => Access::ReadOnly,
+        }
+    }
+}
+
+impl fmt::Display for RequestKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The error for a request kind name that is not one of SPEC 2.4's queues.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "unknown request kind `{0}`; expected one of write, goal, review, merge, vote, judge, plan, replan, work, check, inspect, rule, criterion"
+)]
+pub struct UnknownRequestKind(pub String);
+
+impl FromStr for RequestKind {
+    type Err = UnknownRequestKind;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        RequestKind::ALL.into_iter().find(|k| k.as_str() == s).ok_or_else(|| UnknownRequestKind(s.to_owned()))
+    }
+}
+
+/// Whether a request may change files in the workspace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Access {
+    /// The seat may read the workspace but must not change it.
+    ReadOnly,
+    /// The seat may write files inside the workspace.
+    MayWrite,
+}
+
+/// Tokens and money one request (or a whole run) used.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Usage {
+    /// Prompt tokens.
+    pub input_tokens: u64,
+    /// Completion tokens.
+    pub output_tokens: u64,
+    /// Cost in US dollars, where the engine reports or gavel can price it.
+    pub cost_usd: f64,
+}
+
+impl Usage {
+    /// Adds another request's usage to this total.
+    pub fn add(&mut self, other: Usage) {
+        self.input_tokens = self.input_tokens.saturating_add(other.input_tokens);
+        self.output_tokens = self.output_tokens.saturating_add(other.output_tokens);
+        self.cost_usd += other.cost_usd;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_round_trip_through_their_names() {
+        for kind in RequestKind::ALL {
+            assert_eq!(kind.as_str().parse::<RequestKind>(), Ok(kind));
+            let json = serde_json::to_string(&kind).unwrap_or_default();
+            assert_eq!(json, format!("\"{}\"", kind.as_str()));
+        }
+        assert!("writes".parse::<RequestKind>().is_err());
+    }
+
+    #[test]
+    fn only_builders_and_workers_may_write() {
+        assert_eq!(RequestKind::Write.access(), Access::MayWrite);
+        assert_eq!(RequestKind::Review.access(), Access::ReadOnly);
+        assert_eq!(RequestKind::Goal.access(), Access::ReadOnly);
+    }
+
+    #[test]
+    fn usage_adds_up() {
+        let mut total = Usage::default();
+        total.add(Usage { input_tokens: 3, output_tokens: 4, cost_usd: 0.5 });
+        total.add(Usage { input_tokens: 1, output_tokens: 1, cost_usd: 0.25 });
+        assert_eq!(total, Usage { input_tokens: 4, output_tokens: 5, cost_usd: 0.75 });
+    }
+}

@@ -1,0 +1,114 @@
+//! An error located in a file the user wrote: path, line, column, what is
+//! wrong and what to write instead. Every crate that reads user files reports
+//! through this type, so the command line renders them all the same way.
+
+use std::fmt;
+use std::ops::Range;
+use std::path::PathBuf;
+
+/// A problem at a place in a user's file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Located {
+    /// The file.
+    pub path: PathBuf,
+    /// The file's text, for rendering a snippet (empty when unavailable).
+    pub source: String,
+    /// The byte range the problem is at (empty range for a point).
+    pub span: Range<usize>,
+    /// 1-based line of the span's start.
+    pub line: usize,
+    /// 1-based column (in characters) of the span's start.
+    pub column: usize,
+    /// What is wrong.
+    pub message: String,
+    /// What to write instead, when gavel can say.
+    pub hint: Option<String>,
+}
+
+impl Located {
+    /// Locates `message` at byte range `span` of `source`.
+    pub fn new(
+        path: impl Into<PathBuf>,
+        source: &str,
+        span: Range<usize>,
+        message: impl Into<String>,
+    ) -> Self {
+        let start = clamp_to_char_boundary(source, span.start);
+        let end = clamp_to_char_boundary(source, span.end.max(start));
+        let (line, column) = line_column(source, start);
+        Self {
+            path: path.into(),
+            source: source.to_owned(),
+            span: start..end,
+            line,
+            column,
+            message: message.into(),
+            hint: None,
+        }
+    }
+
+    /// A problem with the file as a whole (it is missing or unreadable): line 1, column 1.
+    pub fn whole_file(path: impl Into<PathBuf>, message: impl Into<String>) -> Self {
+        Self::new(path, "", 0..0, message)
+    }
+
+    /// Adds what to write instead.
+    #[must_use]
+    pub fn with_hint(mut self, hint: impl Into<String>) -> Self {
+        self.hint = Some(hint.into());
+        self
+    }
+}
+
+impl fmt::Display for Located {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}:{}: {}", self.path.display(), self.line, self.column, self.message)?;
+        if let Some(hint) = &self.hint {
+            write!(f, "\nhint: {hint}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for Located {}
+
+/// The 1-based line and character column of byte `offset` in `source`.
+pub fn line_column(source: &str, offset: usize) -> (usize, usize) {
+    let offset = clamp_to_char_boundary(source, offset);
+    let before = &source[..offset];
+    let line = before.matches('\n').count() + 1;
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    let column = before[line_start..].chars().count() + 1;
+    (line, column)
+}
+
+fn clamp_to_char_boundary(source: &str, offset: usize) -> usize {
+    let mut offset = offset.min(source.len());
+    while !source.is_char_boundary(offset) {
+        offset -= 1;
+    }
+    offset
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_and_columns_count_from_one_in_characters() {
+        let src = "a = 1\nnäme = \"x\"\n";
+        assert_eq!(line_column(src, 0), (1, 1));
+        assert_eq!(line_column(src, 6), (2, 1));
+        // "näme" has a two-byte character: byte 8 is the 'm' at column 3.
+        assert_eq!(line_column(src, 8), (2, 3));
+        assert_eq!(line_column(src, 1000), (3, 1));
+        // Inside a multi-byte character: clamped back to its start.
+        assert_eq!(line_column(src, 8 - 1), (2, 2));
+    }
+
+    #[test]
+    fn display_names_file_line_column_and_hint() {
+        let err = Located::new("w.toml", "x\ny = 2\n", 2..3, "unknown key `y`").with_hint("write `z`");
+        assert_eq!(err.to_string(), "w.toml:2:1: unknown key `y`\nhint: write `z`");
+    }
+}

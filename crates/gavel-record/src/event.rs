@@ -1,0 +1,504 @@
+//! The envelope and the event kinds of SPEC 5, as types.
+//!
+//! Every line of a record is an [`Envelope`]: `{"v","seq","at","kind","data"}`.
+//! `kind` and `data` come from [`Event`], an adjacently tagged enum, so the
+//! typed fields live under `data` exactly as the spec pins them. Fields added
+//! after the first release carry `#[serde(default)]` so older records read.
+
+use std::collections::BTreeMap;
+
+use gavel_domain::protocol::{JudgeAct, RequirementVerdict, Severity, VoteKind};
+use gavel_domain::{RequestKind, Usage};
+use jiff::Timestamp;
+use serde::{Deserialize, Serialize};
+
+/// One line of the record.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Envelope {
+    /// The record format's major version ([`crate::FORMAT_VERSION`]).
+    pub v: u32,
+    /// Position in the record, counting from 1 without gaps.
+    pub seq: u64,
+    /// When the event was written, RFC 3339 in UTC.
+    pub at: Timestamp,
+    /// The event: its `kind` and `data`.
+    #[serde(flatten)]
+    pub event: Event,
+}
+
+/// Every event kind a record may hold (SPEC 5). Others may be added; none removed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", content = "data")]
+pub enum Event {
+    /// A run began.
+    #[serde(rename = "run:start")]
+    RunStart(RunStart),
+    /// A stage (or graph node) began a round.
+    #[serde(rename = "stage:start")]
+    StageStart(StageStart),
+    /// A request was sent to a seat (an effect begins).
+    #[serde(rename = "seat:request")]
+    SeatRequest(SeatRequest),
+    /// A seat answered (an effect's result).
+    #[serde(rename = "seat:reply")]
+    SeatReply(SeatReply),
+    /// A seat failed to answer (an effect's result).
+    #[serde(rename = "seat:error")]
+    SeatError(SeatError),
+    /// A builder's turn finished; the files it left, by digest.
+    #[serde(rename = "build:done")]
+    BuildDone(BuildDone),
+    /// A command ran (a `run` stage or a gate).
+    #[serde(rename = "check:run")]
+    CheckRun(CheckRun),
+    /// The goal check's verdict on every requirement.
+    #[serde(rename = "goal:check")]
+    GoalCheck(GoalCheck),
+    /// One reviewer's decision.
+    #[serde(rename = "review:decision")]
+    ReviewDecision(ReviewDecision),
+    /// A panel's merged findings and the votes on them.
+    #[serde(rename = "review:synthesis")]
+    ReviewSynthesis(ReviewSynthesis),
+    /// The judge's route and decisions for a round.
+    #[serde(rename = "refine:judge")]
+    RefineJudge(RefineJudge),
+    /// Work sent back from one stage to an earlier one.
+    #[serde(rename = "kickback")]
+    Kickback(Kickback),
+    /// A person was asked to approve exact bytes.
+    #[serde(rename = "approval:request")]
+    ApprovalRequest(ApprovalRequest),
+    /// A person's decision on an approval request.
+    #[serde(rename = "approval")]
+    Approval(Approval),
+    /// The run stopped to wait for something.
+    #[serde(rename = "run:pause")]
+    RunPause(RunPause),
+    /// A process took the run up again.
+    #[serde(rename = "run:resume")]
+    RunResume(RunResume),
+    /// The run ended with a status.
+    #[serde(rename = "run:end")]
+    RunEnd(RunEnd),
+}
+
+impl Event {
+    /// The event's `kind` string as written in the record.
+    pub const fn kind(&self) -> &'static str {
+        match self {
+            Event::RunStart(_) => "run:start",
+            Event::StageStart(_) => "stage:start",
+            Event::SeatRequest(_) => "seat:request",
+            Event::SeatReply(_) => "seat:reply",
+            Event::SeatError(_) => "seat:error",
+            Event::BuildDone(_) => "build:done",
+            Event::CheckRun(_) => "check:run",
+            Event::GoalCheck(_) => "goal:check",
+            Event::ReviewDecision(_) => "review:decision",
+            Event::ReviewSynthesis(_) => "review:synthesis",
+            Event::RefineJudge(_) => "refine:judge",
+            Event::Kickback(_) => "kickback",
+            Event::ApprovalRequest(_) => "approval:request",
+            Event::Approval(_) => "approval",
+            Event::RunPause(_) => "run:pause",
+            Event::RunResume(_) => "run:resume",
+            Event::RunEnd(_) => "run:end",
+        }
+    }
+
+    /// Every kind this version of gavel knows, for error messages.
+    pub const KINDS: [&'static str; 17] = [
+        "run:start",
+        "stage:start",
+        "seat:request",
+        "seat:reply",
+        "seat:error",
+        "build:done",
+        "check:run",
+        "goal:check",
+        "review:decision",
+        "review:synthesis",
+        "refine:judge",
+        "kickback",
+        "approval:request",
+        "approval",
+        "run:pause",
+        "run:resume",
+        "run:end",
+    ];
+}
+
+/// `run:start`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunStart {
+    /// The run's id.
+    pub run_id: String,
+    /// The workflow's `name`.
+    pub workflow: String,
+    /// The workflow file's path, as given (absolute once resolved).
+    pub file: String,
+    /// SHA-256 over the workflow file and the brief, hex.
+    pub digest: String,
+    /// The workspace the run works in, absolute.
+    #[serde(default)]
+    pub workspace: String,
+    /// The gavel version that started the run.
+    #[serde(default)]
+    pub gavel: String,
+}
+
+/// `stage:start`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StageStart {
+    /// The stage or node name.
+    pub stage: String,
+    /// The round, from 1.
+    pub round: u32,
+}
+
+/// The key every seat effect carries: which request of which seat, where.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct SeatKey {
+    /// The stage or node name.
+    pub stage: String,
+    /// The round, from 1.
+    pub round: u32,
+    /// The seat's name.
+    pub seat: String,
+    /// The request kind.
+    pub request: RequestKind,
+    /// 1 for the first ask, 2 for the "ask once more" turn, and so on.
+    pub attempt: u32,
+}
+
+/// `seat:request`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SeatRequest {
+    /// Which request this is.
+    #[serde(flatten)]
+    pub key: SeatKey,
+    /// SHA-256 of the prompt text, hex.
+    pub prompt_sha256: String,
+}
+
+/// `seat:reply`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SeatReply {
+    /// Which request this answers.
+    #[serde(flatten)]
+    pub key: SeatKey,
+    /// The reply text as the seat gave it.
+    pub text: String,
+    /// Tokens and cost of this request.
+    #[serde(default)]
+    pub usage: Usage,
+    /// How long the request took, in milliseconds.
+    pub ms: u64,
+}
+
+/// `seat:error`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SeatError {
+    /// Which request failed.
+    #[serde(flatten)]
+    pub key: SeatKey,
+    /// What went wrong, without secrets.
+    pub error: String,
+    /// How long the request took before it failed, in milliseconds.
+    #[serde(default)]
+    pub ms: u64,
+}
+
+/// `build:done`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BuildDone {
+    /// The stage that built.
+    pub stage: String,
+    /// The round.
+    pub round: u32,
+    /// Each file the stage writes that exists, with its SHA-256.
+    pub files: BTreeMap<String, String>,
+    /// Files the stage should have written that do not exist.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub missing: Vec<String>,
+}
+
+/// `check:run`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CheckRun {
+    /// The stage that ran the command.
+    pub stage: String,
+    /// The round.
+    pub round: u32,
+    /// The command as argv, when given as a list.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub argv: Option<Vec<String>>,
+    /// The command as a shell line, when given as a string.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shell: Option<String>,
+    /// The exit code; `None` when a signal ended it or it timed out.
+    pub exit: Option<i32>,
+    /// Whether the timeout ended it.
+    pub timed_out: bool,
+    /// How long it ran, in milliseconds.
+    pub ms: u64,
+    /// The last part of its combined output.
+    pub output_tail: String,
+}
+
+/// `goal:check`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GoalCheck {
+    /// The stage whose work was checked.
+    pub stage: String,
+    /// The round.
+    pub round: u32,
+    /// Each requirement with its verdict and evidence.
+    pub requirements: Vec<RequirementVerdict>,
+}
+
+/// A finding as the record keeps it (SPEC 1).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RecordedFinding {
+    /// `write-2.1` for a raw finding, `F1` for a merged one.
+    pub id: String,
+    /// How strongly it must be acted on.
+    pub severity: Severity,
+    /// What is wrong, with where.
+    pub evidence: String,
+    /// What to do about it, when offered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fix: Option<String>,
+    /// Every reviewer that raised it.
+    #[serde(default)]
+    pub raised_by: Vec<String>,
+}
+
+/// A reviewer's recorded decision: a reply's decision, or an engine error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ReviewOutcome {
+    /// The reviewer accepts the work.
+    Pass,
+    /// The reviewer asks for a revision.
+    Revise,
+    /// No readable decision: neither an acceptance nor a rejection.
+    Error,
+}
+
+/// `review:decision`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReviewDecision {
+    /// The stage under review.
+    pub stage: String,
+    /// The round.
+    pub round: u32,
+    /// The reviewer's name (`write-1`, ...).
+    pub reviewer: String,
+    /// Its decision.
+    pub decision: ReviewOutcome,
+    /// Its raw findings.
+    #[serde(default)]
+    pub findings: Vec<RecordedFinding>,
+}
+
+/// One vote on a merged finding.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RecordedVote {
+    /// Who voted.
+    pub reviewer: String,
+    /// How.
+    pub vote: VoteKind,
+    /// Why.
+    #[serde(default)]
+    pub reason: String,
+    /// A better fix, when offered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fix: Option<String>,
+}
+
+/// What the votes did to a merged finding (SPEC 4.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SynthesisResult {
+    /// It stays as it is.
+    Kept,
+    /// It carries the fix most voters preferred.
+    BetterFix,
+    /// It stays, contested.
+    Disputed,
+    /// Most voters disagreed, enough to drop it.
+    Dropped,
+}
+
+/// A merged finding with its votes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SynthesisFinding {
+    /// The finding.
+    #[serde(flatten)]
+    pub finding: RecordedFinding,
+    /// The votes cast on it.
+    #[serde(default)]
+    pub votes: Vec<RecordedVote>,
+}
+
+/// One entry of `review:synthesis`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SynthesisEntry {
+    /// What the votes decided.
+    pub result: SynthesisResult,
+    /// The finding and its votes.
+    pub finding: SynthesisFinding,
+}
+
+/// `review:synthesis`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReviewSynthesis {
+    /// The stage under review.
+    pub stage: String,
+    /// The round.
+    pub round: u32,
+    /// Every merged finding with its result and votes.
+    pub entries: Vec<SynthesisEntry>,
+    /// The merge failed twice; findings went on unmerged.
+    #[serde(default)]
+    pub merge_failed: bool,
+    /// Reviewers whose vote request failed or stayed unreadable.
+    #[serde(default)]
+    pub no_votes_from: Vec<String>,
+}
+
+/// Where the judge (or the routing rules) sent a round.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Route {
+    /// Another round.
+    Again,
+    /// The stage passes.
+    Pass,
+    /// The stage fails.
+    Fail,
+}
+
+/// The judge's decision on one finding.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RecordedJudgement {
+    /// The finding's id.
+    pub finding: String,
+    /// Act on it or skip it.
+    pub decision: JudgeAct,
+    /// Why, in one line.
+    #[serde(default)]
+    pub reason: String,
+}
+
+/// `refine:judge`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RefineJudge {
+    /// The stage.
+    pub stage: String,
+    /// The round.
+    pub round: u32,
+    /// Where the round goes.
+    pub route: Route,
+    /// Why.
+    pub reason: String,
+    /// The judge's answers to the round's questions.
+    #[serde(default)]
+    pub answers: BTreeMap<String, serde_json::Value>,
+    /// The judge's decision on each finding.
+    #[serde(default)]
+    pub findings: Vec<RecordedJudgement>,
+}
+
+/// `kickback`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Kickback {
+    /// The stage that sends the work back.
+    pub from: String,
+    /// The stage that gets it.
+    pub to: String,
+    /// Why.
+    pub reason: String,
+    /// The findings it must act on.
+    #[serde(default)]
+    pub findings: Vec<RecordedFinding>,
+}
+
+/// `approval:request`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApprovalRequest {
+    /// The approve stage.
+    pub stage: String,
+    /// Each file to approve with the SHA-256 of its bytes.
+    pub files: BTreeMap<String, String>,
+}
+
+/// `approval`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Approval {
+    /// The approve stage.
+    pub stage: String,
+    /// The exact bytes approved, by SHA-256.
+    pub files: BTreeMap<String, String>,
+    /// Approved or rejected.
+    pub approved: bool,
+    /// Who decided.
+    pub by: String,
+    /// Why, when given.
+    #[serde(default)]
+    pub reason: String,
+}
+
+/// `run:pause`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunPause {
+    /// Why the run paused.
+    pub reason: String,
+    /// What it waits for (`readable goal check`, `reviewers`, `approval`, ...).
+    pub waiting_for: String,
+}
+
+/// `run:resume`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunResume {
+    /// Why the run was taken up again.
+    pub reason: String,
+    /// What it had been waiting for, if it was paused.
+    #[serde(default)]
+    pub waiting_for: String,
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EndStatus {
+    /// The work was accepted.
+    Pass,
+    /// The work was not accepted.
+    Fail,
+}
+
+impl EndStatus {
+    /// The status's name as written.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            EndStatus::Pass => "pass",
+            EndStatus::Fail => "fail",
+        }
+    }
+}
+
+/// `run:end`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunEnd {
+    /// Pass or fail.
+    pub status: EndStatus,
+    /// One sentence on why.
+    pub summary: String,
+    /// Rounds the run took, over all stages.
+    pub rounds: u32,
+    /// Usage totals over the whole run.
+    pub usage: Usage,
+}

@@ -1,0 +1,175 @@
+//! The record writer: one line per event, one `write` per line, synced before
+//! the step it records counts as done.
+
+use std::fs::{File, OpenOptions};
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use jiff::{Timestamp, Unit};
+
+use crate::FORMAT_VERSION;
+use crate::event::{Envelope, Event};
+use crate::lock::{LockError, RunLock};
+use crate::read::Recording;
+
+/// Whether each append waits for the disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Durability {
+    /// fdatasync after every event: a step counts as done only once its event
+    /// is on disk. The only mode a real run uses.
+    Synced,
+    /// No sync: for benchmarks that measure the cost of durability.
+    Unsynced,
+}
+
+/// Why an event could not be made durable.
+#[derive(Debug, thiserror::Error)]
+pub enum WriteError {
+    /// Another process holds the run.
+    #[error(transparent)]
+    Locked(#[from] LockError),
+    /// A new run was asked for where a record already has events.
+    #[error(
+        "{path} already holds a record; resume it with `gavel resume {path}` or choose another --run-id/--record"
+    )]
+    Exists {
+        /// The record's path.
+        path: PathBuf,
+    },
+    /// The file system refused (disk full, permissions, ...).
+    #[error("cannot write the record {path}: {source}")]
+    Io {
+        /// The record's path.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// An earlier append failed; the writer refuses more so no gap can appear.
+    #[error(
+        "the record {path} could not be written earlier in this process; resume the run once the cause is fixed"
+    )]
+    Poisoned {
+        /// The record's path.
+        path: PathBuf,
+    },
+}
+
+/// Appends events to one run's record, holding the run's lock.
+#[derive(Debug)]
+pub struct RecordWriter {
+    path: PathBuf,
+    file: File,
+    /// Bytes known to be whole events; a failed append truncates back to it.
+    len: u64,
+    next_seq: u64,
+    durability: Durability,
+    poisoned: bool,
+    _lock: RunLock,
+}
+
+impl RecordWriter {
+    /// Starts a new record at `path`, creating its directory. Refuses a path
+    /// that already holds events, and a run another process holds.
+    pub fn create(path: &Path, durability: Durability) -> Result<Self, WriteError> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|source| io(path, source))?;
+        }
+        let lock = RunLock::acquire(path)?;
+        let file = open_append(path)?;
+        let len = file.metadata().map_err(|source| io(path, source))?.len();
+        if len > 0 {
+            return Err(WriteError::Exists { path: path.to_owned() });
+        }
+        Ok(Self {
+            path: path.to_owned(),
+            file,
+            len: 0,
+            next_seq: 1,
+            durability,
+            poisoned: false,
+            _lock: lock,
+        })
+    }
+
+    /// Opens an existing record to go on appending after what `recording`
+    /// read from it. A torn last line is cut off first (its step never
+    /// counted as done). The lock must be taken before the record is read, so
+    /// the caller passes the lock it holds.
+    pub fn resume(
+        path: &Path,
+        lock: RunLock,
+        recording: &Recording,
+        durability: Durability,
+    ) -> Result<Self, WriteError> {
+        let file = open_append(path)?;
+        let on_disk = file.metadata().map_err(|source| io(path, source))?.len();
+        if on_disk != recording.valid_len {
+            // `set_len` works on an O_APPEND descriptor; later appends land at the new end.
+            file.set_len(recording.valid_len).map_err(|source| io(path, source))?;
+            file.sync_all().map_err(|source| io(path, source))?;
+        }
+        Ok(Self {
+            path: path.to_owned(),
+            file,
+            len: recording.valid_len,
+            next_seq: recording.events.last().map_or(1, |e| e.seq + 1),
+            durability,
+            poisoned: false,
+            _lock: lock,
+        })
+    }
+
+    /// The record's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The `seq` the next event will get.
+    pub fn next_seq(&self) -> u64 {
+        self.next_seq
+    }
+
+    /// Appends one event, stamped now, and returns its envelope once durable.
+    pub fn append(&mut self, event: Event) -> Result<Envelope, WriteError> {
+        let at = Timestamp::now().round(Unit::Millisecond).unwrap_or_else(|_| Timestamp::now());
+        self.append_at(event, at)
+    }
+
+    /// Appends one event with a given timestamp (tests and imports).
+    pub fn append_at(&mut self, event: Event, at: Timestamp) -> Result<Envelope, WriteError> {
+        if self.poisoned {
+            return Err(WriteError::Poisoned { path: self.path.clone() });
+        }
+        let envelope = Envelope { v: FORMAT_VERSION, seq: self.next_seq, at, event };
+        // One buffer, one write: a crash leaves at most one torn line at the end.
+        let mut line = serde_json::to_vec(&envelope).map_err(|e| io(&self.path, e.into()))?;
+        line.push(b'\n');
+        if let Err(source) = self.write_durably(&line) {
+            self.poisoned = true;
+            // Take back a partial line so the file still ends on a whole event;
+            // if even that fails, the reader cuts the torn tail on resume.
+            let _ = self.file.set_len(self.len);
+            return Err(io(&self.path, source));
+        }
+        self.len += line.len() as u64;
+        self.next_seq += 1;
+        Ok(envelope)
+    }
+
+    fn write_durably(&mut self, line: &[u8]) -> std::io::Result<()> {
+        self.file.write_all(line)?;
+        if self.durability == Durability::Synced {
+            self.file.sync_data()?;
+        }
+        Ok(())
+    }
+}
+
+fn open_append(path: &Path) -> Result<File, WriteError> {
+    OpenOptions::new().create(true).append(true).open(path).map_err(|source| io(path, source))
+}
+
+fn io(path: &Path, source: std::io::Error) -> WriteError {
+    WriteError::Io { path: path.to_owned(), source }
+}

@@ -1,0 +1,270 @@
+//! The journal: what makes resume a replay (SPEC 5).
+//!
+//! A run is executed from the start every time. Each effect (a seat request,
+//! a build observation, a command) has a key; the journal answers from the
+//! record when the key has a result, and otherwise performs the effect and
+//! appends its result. Derived events (a stage starting, a goal check's
+//! verdict) are keyed too, so replaying never records them twice. Pauses and
+//! resumes are session markers, always appended.
+
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+
+use gavel_domain::{RequestKind, Usage};
+use gavel_record::event::{
+    BuildDone, CheckRun, EndStatus, RunEnd, RunPause, RunResume, SeatError, SeatKey, SeatReply, SeatRequest,
+};
+use gavel_record::{Envelope, Event, RecordWriter, WriteError};
+
+use crate::Observer;
+
+/// A seat effect's recorded result.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SeatResult {
+    /// The seat answered.
+    Reply(SeatReply),
+    /// The seat failed.
+    Error(SeatError),
+}
+
+/// A recorded attempt: its result and where in the record it landed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Recorded<T> {
+    /// The result.
+    pub value: T,
+    /// Its `seq`.
+    pub seq: u64,
+}
+
+/// The record as an index of effects, plus the writer that extends it.
+pub struct Journal<'o> {
+    writer: RecordWriter,
+    observer: &'o dyn Observer,
+    derived: HashSet<String>,
+    requests: HashSet<SeatKey>,
+    results: HashMap<SeatKey, Recorded<SeatResult>>,
+    builds: HashMap<(String, u32), BuildDone>,
+    checks: HashMap<(String, u32), CheckRun>,
+    turns: HashMap<(String, RequestKind), u32>,
+    last_pause_seq: u64,
+    usage: Usage,
+    rounds: u32,
+    end: Option<RunEnd>,
+}
+
+impl std::fmt::Debug for Journal<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Journal")
+            .field("record", &self.writer.path())
+            .field("next_seq", &self.writer.next_seq())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'o> Journal<'o> {
+    /// A journal over `events` already in the record, appending through `writer`.
+    pub fn new(writer: RecordWriter, events: &[Envelope], observer: &'o dyn Observer) -> Self {
+        let mut journal = Self {
+            writer,
+            observer,
+            derived: HashSet::new(),
+            requests: HashSet::new(),
+            results: HashMap::new(),
+            builds: HashMap::new(),
+            checks: HashMap::new(),
+            turns: HashMap::new(),
+            last_pause_seq: 0,
+            usage: Usage::default(),
+            rounds: 0,
+            end: None,
+        };
+        for envelope in events {
+            journal.index(envelope);
+        }
+        // Usage and rounds are counted as the replay walks the run again.
+        journal.usage = Usage::default();
+        journal.rounds = 0;
+        journal
+    }
+
+    fn index(&mut self, envelope: &Envelope) {
+        let seq = envelope.seq;
+        match &envelope.event {
+            Event::SeatRequest(request) => {
+                self.requests.insert(request.key.clone());
+            }
+            Event::SeatReply(reply) => {
+                self.results
+                    .insert(reply.key.clone(), Recorded { value: SeatResult::Reply(reply.clone()), seq });
+            }
+            Event::SeatError(error) => {
+                self.results
+                    .insert(error.key.clone(), Recorded { value: SeatResult::Error(error.clone()), seq });
+            }
+            Event::BuildDone(build) => {
+                self.builds.insert((build.stage.clone(), build.round), build.clone());
+            }
+            Event::CheckRun(check) => {
+                self.checks.insert((check.stage.clone(), check.round), check.clone());
+            }
+            Event::RunPause(_) => self.last_pause_seq = seq,
+            Event::RunEnd(end) => self.end = Some(end.clone()),
+            _ => {}
+        }
+        if let Some(key) = derived_key(&envelope.event) {
+            self.derived.insert(key);
+        }
+    }
+
+    /// The record's path.
+    pub fn path(&self) -> &Path {
+        self.writer.path()
+    }
+
+    /// How the run ended, when the record already says.
+    pub fn end(&self) -> Option<&RunEnd> {
+        self.end.as_ref()
+    }
+
+    /// Usage counted so far in this walk of the run.
+    pub fn usage(&self) -> Usage {
+        self.usage
+    }
+
+    /// Rounds counted so far in this walk of the run.
+    pub fn rounds(&self) -> u32 {
+        self.rounds
+    }
+
+    /// The `seq` of the last pause: failures after it count toward the next.
+    pub fn last_pause_seq(&self) -> u64 {
+        self.last_pause_seq
+    }
+
+    /// Appends an event unconditionally (session markers).
+    pub fn append(&mut self, event: Event) -> Result<Envelope, WriteError> {
+        let envelope = self.writer.append(event)?;
+        self.index(&envelope);
+        self.observer.on_event(&envelope);
+        Ok(envelope)
+    }
+
+    /// Records a derived event unless the record already holds it.
+    pub fn emit(&mut self, event: Event) -> Result<(), WriteError> {
+        if let Event::StageStart(_) = &event {
+            self.rounds += 1;
+        }
+        if derived_key(&event).is_some_and(|key| self.derived.contains(&key)) {
+            return Ok(());
+        }
+        self.append(event).map(|_| ())
+    }
+
+    /// The next turn number of `kind` for `seat` (SPEC 2.4), counting every
+    /// request walked so far, replayed or live.
+    pub fn next_turn(&mut self, seat: &str, kind: RequestKind) -> u32 {
+        let counter = self.turns.entry((seat.to_owned(), kind)).or_insert(0);
+        let turn = *counter;
+        *counter += 1;
+        turn
+    }
+
+    /// A seat effect's recorded result, if any.
+    pub fn seat_result(&mut self, key: &SeatKey) -> Option<Recorded<SeatResult>> {
+        let recorded = self.results.get(key).cloned()?;
+        if let SeatResult::Reply(reply) = &recorded.value {
+            self.usage.add(reply.usage);
+        }
+        Some(recorded)
+    }
+
+    /// Whether the request was already recorded as sent (its result may not be).
+    pub fn request_sent(&self, key: &SeatKey) -> bool {
+        self.requests.contains(key)
+    }
+
+    /// Records that a request is being sent, once per key.
+    pub fn record_request(&mut self, request: SeatRequest) -> Result<(), WriteError> {
+        if self.requests.contains(&request.key) {
+            return Ok(());
+        }
+        self.append(Event::SeatRequest(request)).map(|_| ())
+    }
+
+    /// Records a seat's result and returns it with its `seq`.
+    pub fn record_result(&mut self, result: SeatResult) -> Result<Recorded<SeatResult>, WriteError> {
+        let event = match &result {
+            SeatResult::Reply(reply) => {
+                self.usage.add(reply.usage);
+                Event::SeatReply(reply.clone())
+            }
+            SeatResult::Error(error) => Event::SeatError(error.clone()),
+        };
+        let envelope = self.append(event)?;
+        Ok(Recorded { value: result, seq: envelope.seq })
+    }
+
+    /// A build observation, from the record or freshly made by `observe`.
+    pub fn build_done(
+        &mut self,
+        stage: &str,
+        round: u32,
+        observe: impl FnOnce() -> BuildDone,
+    ) -> Result<BuildDone, WriteError> {
+        if let Some(build) = self.builds.get(&(stage.to_owned(), round)) {
+            return Ok(build.clone());
+        }
+        let build = observe();
+        self.append(Event::BuildDone(build.clone()))?;
+        Ok(build)
+    }
+
+    /// A recorded command run, if any.
+    pub fn check_run(&self, stage: &str, round: u32) -> Option<CheckRun> {
+        self.checks.get(&(stage.to_owned(), round)).cloned()
+    }
+
+    /// Records a pause.
+    pub fn pause(&mut self, reason: String, waiting_for: String) -> Result<(), WriteError> {
+        self.append(Event::RunPause(RunPause { reason, waiting_for })).map(|_| ())
+    }
+
+    /// Records that this process takes the run up again.
+    pub fn resume(&mut self, reason: String, waiting_for: String) -> Result<(), WriteError> {
+        self.append(Event::RunResume(RunResume { reason, waiting_for })).map(|_| ())
+    }
+
+    /// Records the end of the run (once).
+    pub fn end_run(&mut self, status: EndStatus, summary: String) -> Result<RunEnd, WriteError> {
+        if let Some(end) = &self.end {
+            return Ok(end.clone());
+        }
+        let end = RunEnd { status, summary, rounds: self.rounds, usage: self.usage };
+        self.append(Event::RunEnd(end.clone()))?;
+        Ok(end)
+    }
+}
+
+/// The key of a derived event: replay skips an event whose key is recorded.
+/// Effects (seat requests and results) and session markers have none here.
+fn derived_key(event: &Event) -> Option<String> {
+    Some(match event {
+        Event::RunStart(_) => "run:start".to_owned(),
+        Event::StageStart(e) => format!("stage:start/{}/{}", e.stage, e.round),
+        Event::BuildDone(e) => format!("build:done/{}/{}", e.stage, e.round),
+        Event::CheckRun(e) => format!("check:run/{}/{}", e.stage, e.round),
+        Event::GoalCheck(e) => format!("goal:check/{}/{}", e.stage, e.round),
+        Event::ReviewDecision(e) => format!("review:decision/{}/{}/{}", e.stage, e.round, e.reviewer),
+        Event::ReviewSynthesis(e) => format!("review:synthesis/{}/{}", e.stage, e.round),
+        Event::RefineJudge(e) => format!("refine:judge/{}/{}", e.stage, e.round),
+        Event::Kickback(e) => format!("kickback/{}/{}/{}", e.from, e.to, e.reason),
+        Event::ApprovalRequest(e) => format!("approval:request/{}", e.stage),
+        Event::RunEnd(_) => "run:end".to_owned(),
+        Event::SeatRequest(_)
+        | Event::SeatReply(_)
+        | Event::SeatError(_)
+        | Event::Approval(_)
+        | Event::RunPause(_)
+        | Event::RunResume(_) => return None,
+    })
+}

@@ -1,0 +1,141 @@
+//! gavel's runtime: workflow files in, a recorded run out.
+//!
+//! This crate owns workflow files (parse, validate, compile), the executor
+//! that walks a workflow's stages, the prompt templates, and the journal that
+//! makes resume a replay: a run is always executed from the start against its
+//! record, and only effects the record has no result for are performed.
+//!
+//! It must not print to the terminal: progress reaches the caller through an
+//! [`Observer`], and results come back as values.
+
+pub mod brief;
+pub mod de;
+mod exec;
+pub mod journal;
+pub mod prompts;
+pub mod runs;
+pub mod workflow;
+
+use std::path::PathBuf;
+
+use gavel_domain::{Located, Usage};
+use gavel_record::{Envelope, LockError, ReadError, WriteError, exit};
+use serde::Serialize;
+
+pub use exec::{StartRequest, check_supported, resume, start};
+pub use workflow::Workflow;
+
+/// Receives progress while a run works. Implementations must be cheap: they
+/// are called on the executor's path.
+pub trait Observer: Send + Sync {
+    /// An event was appended to the record.
+    fn on_event(&self, envelope: &Envelope);
+    /// A seat request starts (live, not replayed).
+    fn on_seat_start(&self, _stage: &str, _round: u32, _seat: &str, _kind: gavel_domain::RequestKind) {}
+    /// Something the person should know that is not an event (a torn line cut).
+    fn on_warning(&self, _message: &str) {}
+}
+
+/// An observer that ignores everything.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Silent;
+
+impl Observer for Silent {
+    fn on_event(&self, _envelope: &Envelope) {}
+}
+
+/// How a run stands when the executor returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    /// The work was accepted.
+    Pass,
+    /// The work was not accepted.
+    Fail,
+    /// Waiting for a person or a readable reply; resume continues.
+    Paused,
+    /// A seat's engine failed twice; resume tries again.
+    Error,
+}
+
+impl Status {
+    /// The exit code SPEC 6 gives this status.
+    pub fn exit_code(self) -> i32 {
+        match self {
+            Status::Pass => exit::PASS,
+            Status::Fail => exit::FAIL,
+            Status::Paused => exit::PAUSED,
+            Status::Error => exit::INTERNAL,
+        }
+    }
+}
+
+/// What a run came to (the `--json` object of SPEC 6, and more).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Outcome {
+    /// Pass, fail, paused or error.
+    pub status: Status,
+    /// One sentence on why.
+    pub summary: String,
+    /// The run's id.
+    pub run_id: String,
+    /// The record's path.
+    pub record: PathBuf,
+    /// Rounds over all stages.
+    pub rounds: u32,
+    /// Usage totals.
+    pub usage: Usage,
+    /// What a paused run waits for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub waiting_for: Option<String>,
+    /// Each stage's rounds and result.
+    pub stages: Vec<StageReport>,
+}
+
+/// One stage's part of an outcome.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct StageReport {
+    /// The stage.
+    pub stage: String,
+    /// Rounds it took.
+    pub rounds: u32,
+    /// `pass`, `fail`, `paused`, `error`.
+    pub status: Status,
+    /// What each round decided, one line each.
+    pub decisions: Vec<String>,
+}
+
+/// Why a run could not go on.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// A user file is wrong.
+    #[error(transparent)]
+    Invalid(#[from] Box<Located>),
+    /// Something else the user must fix (a changed workflow, a bad run id).
+    #[error("{0}")]
+    Refused(String),
+    /// Another process works on the run.
+    #[error(transparent)]
+    Locked(#[from] LockError),
+    /// The record cannot be read.
+    #[error(transparent)]
+    Read(#[from] ReadError),
+    /// The record cannot be written.
+    #[error(transparent)]
+    Write(#[from] WriteError),
+    /// A prompt could not be rendered.
+    #[error(transparent)]
+    Prompt(#[from] prompts::PromptError),
+}
+
+impl RunError {
+    /// The exit code SPEC 6 gives this error.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            RunError::Invalid(_) | RunError::Refused(_) | RunError::Locked(_) | RunError::Read(_) => {
+                exit::INVALID
+            }
+            RunError::Write(_) | RunError::Prompt(_) => exit::INTERNAL,
+        }
+    }
+}

@@ -1,0 +1,103 @@
+//! Prompt templates: one per request kind, shipped in the binary and
+//! overridable per project with `prompts_dir` (`<kind>.md` files).
+//!
+//! Templates are minijinja with strict undefined variables, so a typo in an
+//! override fails loudly instead of sending a prompt with a hole in it.
+
+use std::path::{Path, PathBuf};
+
+use gavel_domain::RequestKind;
+use minijinja::{Environment, UndefinedBehavior};
+use serde::Serialize;
+use sha2::{Digest as _, Sha256};
+
+/// The shipped template of each kind that has one.
+fn builtin(kind: RequestKind) -> Option<&'static str> {
+    match kind {
+        RequestKind::Write => Some(include_str!("../prompts/write.md")),
+        _ => None,
+    }
+}
+
+/// A rendered prompt and its digest (recorded with each request).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Prompt {
+    /// The text sent to the seat.
+    pub text: String,
+    /// SHA-256 of the text, hex.
+    pub sha256: String,
+}
+
+/// Why a prompt could not be rendered.
+#[derive(Debug, thiserror::Error)]
+pub enum PromptError {
+    /// No template for this kind.
+    #[error("no prompt template for `{kind}` requests; add {dir}/{kind}.md")]
+    Missing {
+        /// The kind.
+        kind: RequestKind,
+        /// Where an override would go.
+        dir: String,
+    },
+    /// The template (shipped or overridden) is broken.
+    #[error("the `{kind}` prompt template {origin}: {message}")]
+    Template {
+        /// The kind.
+        kind: RequestKind,
+        /// Which template: `(shipped)` or its path.
+        origin: String,
+        /// What minijinja said.
+        message: String,
+    },
+}
+
+/// The templates of one run.
+#[derive(Debug)]
+pub struct Prompts {
+    dir: Option<PathBuf>,
+}
+
+impl Prompts {
+    /// Templates from the binary, overridden by `dir/<kind>.md` where present.
+    pub fn new(dir: Option<&Path>) -> Self {
+        Self { dir: dir.map(Path::to_owned) }
+    }
+
+    /// Renders the template of `kind` with `context`.
+    pub fn render(&self, kind: RequestKind, context: &impl Serialize) -> Result<Prompt, PromptError> {
+        let (source, origin) = self.source(kind)?;
+        let template_error = |err: minijinja::Error| PromptError::Template {
+            kind,
+            origin: origin.clone(),
+            message: format!("{err:#}"),
+        };
+        let mut env = Environment::new();
+        env.set_undefined_behavior(UndefinedBehavior::Strict);
+        let syntax = minijinja::syntax::SyntaxConfig::builder()
+            .trim_blocks(true)
+            .lstrip_blocks(true)
+            .build()
+            .map_err(template_error)?;
+        env.set_syntax(syntax);
+        env.add_template(kind.as_str(), &source).map_err(template_error)?;
+        let text = env
+            .get_template(kind.as_str())
+            .and_then(|t| t.render(minijinja::Value::from(minijinja::value::Serde(context))))
+            .map_err(template_error)?;
+        let sha256 = hex::encode(Sha256::digest(text.as_bytes()));
+        Ok(Prompt { text, sha256 })
+    }
+
+    fn source(&self, kind: RequestKind) -> Result<(String, String), PromptError> {
+        if let Some(dir) = &self.dir {
+            let path = dir.join(format!("{kind}.md"));
+            if let Ok(text) = std::fs::read_to_string(&path) {
+                return Ok((text, path.display().to_string()));
+            }
+        }
+        builtin(kind).map(|t| (t.to_owned(), "(shipped)".to_owned())).ok_or_else(|| PromptError::Missing {
+            kind,
+            dir: self.dir.as_deref().map_or_else(|| "<prompts_dir>".to_owned(), |d| d.display().to_string()),
+        })
+    }
+}

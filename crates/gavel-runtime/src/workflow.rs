@@ -1,0 +1,945 @@
+//! Workflow files (SPEC 2.1): parse, validate and compile into a [`Workflow`].
+//!
+//! Every problem is reported as a [`Located`] error: the file, line and column,
+//! what is wrong and what to write instead. Nothing runs and nothing is
+//! recorded until a workflow compiles.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::ops::Range;
+use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use gavel_domain::{Engine, Family, Located, SeatSpec};
+use gavel_seats::{BuildError, Seat, build_seat, seat_family};
+use serde::Deserialize;
+use sha2::{Digest as _, Sha256};
+use toml::Spanned;
+
+use crate::brief::Brief;
+use crate::de::{ApproveSpec, CommandSpec, OneOrMany, RefineSpec, SynthesiseSpec};
+
+type S<T> = Spanned<T>;
+
+// ---------------------------------------------------------------------------
+// The file as written.
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileWorkflow {
+    name: S<String>,
+    #[serde(default)]
+    brief: Option<S<String>>,
+    #[serde(default)]
+    options: Option<S<FileOptions>>,
+    #[serde(default)]
+    seats: BTreeMap<S<String>, S<SeatSpec>>,
+    #[serde(default)]
+    roles: BTreeMap<S<String>, S<OneOrMany>>,
+    #[serde(default)]
+    stage: Vec<S<FileStage>>,
+    #[serde(default)]
+    node: Option<S<toml::Table>>,
+    #[serde(default)]
+    max_kickbacks: Option<S<toml::Value>>,
+    #[serde(default)]
+    judge: Option<S<toml::Table>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileOptions {
+    #[serde(default)]
+    seat_timeout: Option<S<String>>,
+    #[serde(default)]
+    record: Option<S<String>>,
+    #[serde(default)]
+    max_cost_usd: Option<S<f64>>,
+    #[serde(default)]
+    prompts_dir: Option<S<String>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileStage {
+    name: S<String>,
+    #[serde(default)]
+    agent: Option<S<String>>,
+    #[serde(default)]
+    run: Option<S<CommandSpec>>,
+    #[serde(default)]
+    panel: Option<S<String>>,
+    #[serde(default)]
+    approve: Option<S<ApproveSpec>>,
+    #[serde(default)]
+    writes: Option<S<Vec<S<String>>>>,
+    #[serde(default)]
+    desc: Option<String>,
+    #[serde(default)]
+    gate: Option<String>,
+    #[serde(default)]
+    goal: Option<S<String>>,
+    #[serde(default)]
+    reviewed_by: Option<S<String>>,
+    #[serde(default)]
+    synthesise: Option<S<SynthesiseSpec>>,
+    #[serde(default)]
+    refine: Option<S<RefineSpec>>,
+    #[serde(default)]
+    timeout: Option<S<String>>,
+    #[serde(default)]
+    sends_back_to: Option<S<String>>,
+    #[serde(default)]
+    agree: Option<S<i64>>,
+    #[serde(default)]
+    allow_same_family: Option<bool>,
+}
+
+// ---------------------------------------------------------------------------
+// The compiled workflow.
+
+/// A seat as the workflow declares it, built and ready to answer.
+#[derive(Debug, Clone)]
+pub struct SeatEntry {
+    /// The seat's keys as written.
+    pub spec: SeatSpec,
+    /// Its family (declared, inferred, or the script's).
+    pub family: Family,
+    /// The seat itself.
+    pub seat: Arc<dyn Seat>,
+}
+
+/// Options that apply to the whole run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunOptions {
+    /// How long one seat request may take.
+    pub seat_timeout: Duration,
+    /// Where the record goes, relative to the workspace (default
+    /// `.gavel/runs/<run-id>/events.jsonl`).
+    pub record: Option<PathBuf>,
+    /// The budget: the run pauses once the recorded cost passes it.
+    pub max_cost_usd: Option<f64>,
+    /// A folder of prompt templates that override the shipped ones.
+    pub prompts_dir: Option<PathBuf>,
+}
+
+/// The default `seat_timeout`.
+pub const DEFAULT_SEAT_TIMEOUT: Duration = Duration::from_secs(10 * 60);
+/// The default `timeout` of a `run` stage.
+pub const DEFAULT_RUN_TIMEOUT: Duration = Duration::from_secs(2 * 60);
+
+/// A panel of reviewers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Panel {
+    /// The role (or seat) the panel was named by.
+    pub role: String,
+    /// The reviewer seats, in the role's order.
+    pub seats: Vec<String>,
+    /// Acceptances needed.
+    pub agree: usize,
+    /// The seat that merges findings, when synthesis is on.
+    pub synthesise: Option<String>,
+}
+
+/// What reaching the judge's cap means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnCap {
+    /// The stage fails with the last findings.
+    Fail,
+    /// The stage passes.
+    Pass,
+}
+
+/// How the judge treats `block` findings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Blocks {
+    /// Like any finding.
+    Judge,
+    /// A block always goes back while under the cap.
+    AlwaysBack,
+}
+
+/// How many rounds a reviewed stage gets, and who decides.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refine {
+    /// N rounds in all.
+    Rounds(u32),
+    /// A judge decides, within a cap.
+    Judge {
+        /// The judge seat.
+        judge: String,
+        /// The most rounds.
+        cap: u32,
+        /// What the cap means.
+        on_cap: OnCap,
+        /// How blocks are treated.
+        blocks: Blocks,
+    },
+}
+
+impl Refine {
+    /// The most rounds the stage may take.
+    pub fn max_rounds(&self) -> u32 {
+        match self {
+            Refine::Rounds(n) => *n,
+            Refine::Judge { cap, .. } => *cap,
+        }
+    }
+}
+
+/// A builder stage: a seat writes files, checked every round.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BuildStage {
+    /// The role the builder was named by.
+    pub role: String,
+    /// The builder seat.
+    pub builder: String,
+    /// The files it must produce, relative to the workspace.
+    pub writes: Vec<String>,
+    /// What to do.
+    pub desc: Option<String>,
+    /// When the work counts as done.
+    pub gate: Option<String>,
+    /// The goal-check seat.
+    pub goal: Option<String>,
+    /// The review panel.
+    pub review: Option<Panel>,
+    /// Rounds and judge.
+    pub refine: Refine,
+}
+
+/// A command stage.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunStage {
+    /// What to run.
+    pub command: CommandSpec,
+    /// How long it may take.
+    pub timeout: Duration,
+    /// The stage that gets the output as feedback when it fails.
+    pub sends_back_to: Option<String>,
+}
+
+/// A standalone panel over the files written so far.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PanelStage {
+    /// The panel.
+    pub panel: Panel,
+    /// The stage that gets the findings.
+    pub sends_back_to: Option<String>,
+}
+
+/// What a stage does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StageKind {
+    /// `agent`: a builder writes files.
+    Build(BuildStage),
+    /// `run`: a command is a gate.
+    Run(RunStage),
+    /// `panel`: reviewers judge the work so far.
+    Panel(PanelStage),
+    /// `approve`: a person approves exact bytes.
+    Approve {
+        /// The files, or `None` for every file written so far.
+        files: Option<Vec<String>>,
+    },
+}
+
+impl StageKind {
+    /// The kind key's name.
+    pub fn key(&self) -> &'static str {
+        match self {
+            StageKind::Build(_) => "agent",
+            StageKind::Run(_) => "run",
+            StageKind::Panel(_) => "panel",
+            StageKind::Approve { .. } => "approve",
+        }
+    }
+}
+
+/// One stage of the workflow.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stage {
+    /// Its name.
+    pub name: String,
+    /// What it does.
+    pub kind: StageKind,
+    /// Whether it opted out of the diversity rule.
+    pub allow_same_family: bool,
+}
+
+/// A validated workflow, ready to run.
+#[derive(Debug, Clone)]
+pub struct Workflow {
+    /// Its `name`.
+    pub name: String,
+    /// The workflow file, absolute.
+    pub file: PathBuf,
+    /// The file's directory: relative paths in the file resolve against it.
+    pub dir: PathBuf,
+    /// The brief, when the workflow names one.
+    pub brief: Option<Brief>,
+    /// Run-wide options.
+    pub options: RunOptions,
+    /// Every seat by name.
+    pub seats: BTreeMap<String, SeatEntry>,
+    /// Every role by name, as seat names.
+    pub roles: BTreeMap<String, Vec<String>>,
+    /// The stages in order.
+    pub stages: Vec<Stage>,
+    /// SHA-256 over the workflow file and the brief, hex.
+    pub digest: String,
+}
+
+impl Workflow {
+    /// Reads, parses and validates a workflow file.
+    pub fn load(path: &Path) -> Result<Self, Box<Located>> {
+        let source = std::fs::read_to_string(path).map_err(|err| {
+            Box::new(
+                Located::whole_file(path, format!("cannot read the workflow: {err}"))
+                    .with_hint("give the path to a workflow .toml file"),
+            )
+        })?;
+        let file = std::path::absolute(path).unwrap_or_else(|_| path.to_owned());
+        Self::parse(&file, &source)
+    }
+
+    /// Parses and validates a workflow from its text; `file` locates errors
+    /// and anchors relative paths.
+    pub fn parse(file: &Path, source: &str) -> Result<Self, Box<Located>> {
+        let raw: FileWorkflow = toml::from_str(source).map_err(|err| {
+            let span = err.span().unwrap_or(0..0);
+            let message = err.message().trim_end().to_owned();
+            let hint = hint_for_toml_error(&message);
+            Box::new(Located::new(file, source, span, message).with_hint(hint))
+        })?;
+        Compiler { file, source }.compile(&raw)
+    }
+
+    /// The seat a name refers to.
+    pub fn seat(&self, name: &str) -> Option<&SeatEntry> {
+        self.seats.get(name)
+    }
+}
+
+fn hint_for_toml_error(message: &str) -> String {
+    if message.starts_with("unknown field") {
+        format!(
+            "remove or rename the key; {}",
+            message.split_once("expected").map_or_else(String::new, |(_, rest)| format!("expected{rest}"))
+        )
+    } else if message.contains("missing field") {
+        "add the missing key".to_owned()
+    } else {
+        "see SPEC 2.1 for the workflow file's keys and shapes".to_owned()
+    }
+}
+
+struct Compiler<'a> {
+    file: &'a Path,
+    source: &'a str,
+}
+
+impl Compiler<'_> {
+    // Errors are boxed so every `Result` on the happy path stays small.
+    #[allow(clippy::unnecessary_box_returns)]
+    fn err(&self, span: Range<usize>, message: impl Into<String>, hint: impl Into<String>) -> Box<Located> {
+        Box::new(Located::new(self.file, self.source, span, message).with_hint(hint))
+    }
+
+    fn compile(&self, raw: &FileWorkflow) -> Result<Workflow, Box<Located>> {
+        let dir = self.file.parent().map(Path::to_owned).unwrap_or_default();
+        let name = raw.name.get_ref().trim().to_owned();
+        check_name(&name)
+            .map_err(|why| self.err(raw.name.span(), format!("workflow name {why}"), NAME_HINT))?;
+
+        if let Some(node) = &raw.node {
+            if !raw.stage.is_empty() {
+                return Err(self.err(
+                    node.span(),
+                    "this file mixes the stages form ([[stage]]) and the graph form ([node.NAME])",
+                    "use one form per file",
+                ));
+            }
+            return Err(self.err(
+                node.span(),
+                "the graph form ([node.NAME]) is not supported by this version of gavel yet",
+                "write the workflow as a list of [[stage]] tables; each stage runs after the one before it",
+            ));
+        }
+        if let Some(max) = &raw.max_kickbacks {
+            return Err(self.err(
+                max.span(),
+                "`max_kickbacks` belongs to the graph form, which this version of gavel does not support yet",
+                "remove it; in the stages form, `refine` bounds the rounds",
+            ));
+        }
+        if let Some(judge) = &raw.judge {
+            return Err(self.err(
+                judge.span(),
+                "[judge] questions are not supported by this version of gavel yet",
+                "remove the [judge] table",
+            ));
+        }
+
+        let options = self.options(raw.options.as_ref(), &dir)?;
+        let brief = match &raw.brief {
+            Some(brief) => Some(self.brief(brief, &dir)?),
+            None => None,
+        };
+        let seats = self.seats(&raw.seats, &dir)?;
+        let roles = self.roles(&raw.roles, &seats)?;
+        let resolver = Resolver { seats: &seats, roles: &roles };
+        if raw.stage.is_empty() {
+            return Err(self.err(0..0, "the workflow has no stages", "add at least one [[stage]] table"));
+        }
+        let mut stages: Vec<Stage> = Vec::new();
+        for stage in &raw.stage {
+            let compiled = self.stage(stage, &stages, &resolver, brief.as_ref())?;
+            stages.push(compiled);
+        }
+
+        let mut hasher = Sha256::new();
+        hasher.update(self.source.as_bytes());
+        hasher.update([0u8]);
+        if let Some(brief) = &brief {
+            hasher.update(brief.text.as_bytes());
+        }
+        let digest = hex::encode(hasher.finalize());
+
+        Ok(Workflow { name, file: self.file.to_owned(), dir, brief, options, seats, roles, stages, digest })
+    }
+
+    fn options(&self, raw: Option<&S<FileOptions>>, dir: &Path) -> Result<RunOptions, Box<Located>> {
+        let mut options = RunOptions {
+            seat_timeout: DEFAULT_SEAT_TIMEOUT,
+            record: None,
+            max_cost_usd: None,
+            prompts_dir: None,
+        };
+        let Some(raw) = raw else { return Ok(options) };
+        let raw = raw.get_ref();
+        if let Some(timeout) = &raw.seat_timeout {
+            options.seat_timeout = self.duration(timeout)?;
+        }
+        if let Some(record) = &raw.record {
+            let path = PathBuf::from(record.get_ref());
+            if record.get_ref().trim().is_empty() {
+                return Err(self.err(
+                    record.span(),
+                    "`record` is empty",
+                    "write a path such as \"records/run.jsonl\"",
+                ));
+            }
+            options.record = Some(path);
+        }
+        if let Some(cost) = &raw.max_cost_usd {
+            let value = *cost.get_ref();
+            if !(value.is_finite() && value > 0.0) {
+                return Err(self.err(
+                    cost.span(),
+                    format!("`max_cost_usd` is {value}"),
+                    "write a positive number of US dollars, e.g. 5.0",
+                ));
+            }
+            options.max_cost_usd = Some(value);
+        }
+        if let Some(prompts) = &raw.prompts_dir {
+            let path = dir.join(prompts.get_ref());
+            if !path.is_dir() {
+                return Err(self.err(
+                    prompts.span(),
+                    format!("`prompts_dir` {} is not a folder", path.display()),
+                    "give a folder, relative to this file, holding <kind>.md templates (write.md, review.md, ...)",
+                ));
+            }
+            options.prompts_dir = Some(path);
+        }
+        Ok(options)
+    }
+
+    fn duration(&self, value: &S<String>) -> Result<Duration, Box<Located>> {
+        parse_duration(value.get_ref()).map_err(|why| {
+            self.err(
+                value.span(),
+                format!("`{}` is not a duration: {why}", value.get_ref()),
+                "write a duration such as \"90s\", \"10m\" or \"1h 30m\"",
+            )
+        })
+    }
+
+    fn brief(&self, value: &S<String>, dir: &Path) -> Result<Brief, Box<Located>> {
+        let path = dir.join(value.get_ref());
+        if !path.is_file() {
+            return Err(self.err(
+                value.span(),
+                format!("the brief {} does not exist", path.display()),
+                "`brief` is a Markdown file, relative to this workflow file",
+            ));
+        }
+        Brief::load(&path)
+    }
+
+    fn seats(
+        &self,
+        raw: &BTreeMap<S<String>, S<SeatSpec>>,
+        dir: &Path,
+    ) -> Result<BTreeMap<String, SeatEntry>, Box<Located>> {
+        let mut seats = BTreeMap::new();
+        for (name, spec) in raw {
+            let span = name.span();
+            check_name(name.get_ref())
+                .map_err(|why| self.err(span.clone(), format!("seat name {why}"), NAME_HINT))?;
+            let spec_ref = spec.get_ref();
+            if spec_ref.engine == Engine::Script && spec_ref.script.is_none() {
+                return Err(self.err(
+                    spec.span(),
+                    format!("seat `{}` uses the script engine but names no script", name.get_ref()),
+                    format!("add `script = \"seats/{}.toml\"` (relative to this file)", name.get_ref()),
+                ));
+            }
+            if spec_ref.engine != Engine::Script && spec_ref.model.is_none() {
+                return Err(self.err(
+                    spec.span(),
+                    format!("seat `{}` names no model", name.get_ref()),
+                    "add `model = \"...\"`, e.g. model = \"claude-sonnet-4-5\"",
+                ));
+            }
+            let built = build_seat(name.get_ref(), spec_ref, dir).map_err(|err| match err {
+                BuildError::File(located) => located,
+                other @ BuildError::Unsupported { .. } => self.err(
+                    spec.span(),
+                    other.to_string(),
+                    "this version runs script seats only; agent CLI and API engines come next",
+                ),
+            })?;
+            let family = match seat_family(spec_ref) {
+                Some(family) => family,
+                None if spec_ref.engine == Engine::Script => built.family().clone(),
+                None => {
+                    return Err(self.err(
+                        spec.span(),
+                        format!(
+                            "cannot tell the model family of seat `{}` from its model `{}`",
+                            name.get_ref(),
+                            spec_ref.model.as_deref().unwrap_or_default()
+                        ),
+                        "add `family = \"...\"` (anthropic, openai, google, meta, mistral, qwen, deepseek, or a name of yours)",
+                    ));
+                }
+            };
+            seats.insert(
+                name.get_ref().clone(),
+                SeatEntry { spec: spec_ref.clone(), family, seat: Arc::from(built) },
+            );
+        }
+        Ok(seats)
+    }
+
+    fn roles(
+        &self,
+        raw: &BTreeMap<S<String>, S<OneOrMany>>,
+        seats: &BTreeMap<String, SeatEntry>,
+    ) -> Result<BTreeMap<String, Vec<String>>, Box<Located>> {
+        let mut roles = BTreeMap::new();
+        for (name, members) in raw {
+            check_name(name.get_ref())
+                .map_err(|why| self.err(name.span(), format!("role name {why}"), NAME_HINT))?;
+            if seats.contains_key(name.get_ref()) {
+                return Err(self.err(
+                    name.span(),
+                    format!("`{}` is both a seat and a role", name.get_ref()),
+                    "rename the role; a seat's name already works as a role of one",
+                ));
+            }
+            let list = &members.get_ref().0;
+            if list.is_empty() {
+                return Err(self.err(
+                    members.span(),
+                    format!("role `{}` names no seats", name.get_ref()),
+                    "list at least one seat",
+                ));
+            }
+            let mut seen = BTreeSet::new();
+            for seat in list {
+                if !seats.contains_key(seat) {
+                    return Err(self.err(
+                        members.span(),
+                        format!("role `{}` names `{seat}`, which is not a seat", name.get_ref()),
+                        known("seats", seats.keys()),
+                    ));
+                }
+                if !seen.insert(seat) {
+                    return Err(self.err(
+                        members.span(),
+                        format!("role `{}` names `{seat}` twice", name.get_ref()),
+                        "list each seat once",
+                    ));
+                }
+            }
+            roles.insert(name.get_ref().clone(), list.clone());
+        }
+        Ok(roles)
+    }
+
+    fn stage(
+        &self,
+        raw: &S<FileStage>,
+        before: &[Stage],
+        resolver: &Resolver<'_>,
+        brief: Option<&Brief>,
+    ) -> Result<Stage, Box<Located>> {
+        let span = raw.span();
+        let raw = raw.get_ref();
+        let name = raw.name.get_ref().clone();
+        check_name(&name).map_err(|why| self.err(raw.name.span(), format!("stage name {why}"), NAME_HINT))?;
+        if before.iter().any(|s| s.name == name) {
+            return Err(self.err(
+                raw.name.span(),
+                format!("two stages are named `{name}`"),
+                "give each stage its own name",
+            ));
+        }
+        let kinds: Vec<&str> = [
+            raw.agent.as_ref().map(|_| "agent"),
+            raw.run.as_ref().map(|_| "run"),
+            raw.panel.as_ref().map(|_| "panel"),
+            raw.approve.as_ref().map(|_| "approve"),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        if kinds.len() != 1 {
+            let message = if kinds.is_empty() {
+                format!("stage `{name}` has no kind key")
+            } else {
+                format!("stage `{name}` has {} kind keys ({})", kinds.len(), kinds.join(", "))
+            };
+            return Err(self.err(
+                span,
+                message,
+                "give each stage exactly one of `agent`, `run`, `panel`, `approve`",
+            ));
+        }
+        let sends_back_to = match &raw.sends_back_to {
+            Some(target) => {
+                if !before.iter().any(|s| &s.name == target.get_ref()) {
+                    return Err(self.err(
+                        target.span(),
+                        format!(
+                            "`sends_back_to` names `{}`, which is not an earlier stage",
+                            target.get_ref()
+                        ),
+                        known("earlier stages", before.iter().map(|s| &s.name)),
+                    ));
+                }
+                Some(target.get_ref().clone())
+            }
+            None => None,
+        };
+        let kind = if let Some(agent) = &raw.agent {
+            let seats = resolver.resolve(self, agent)?;
+            if seats.len() != 1 {
+                return Err(self.err(
+                    agent.span(),
+                    format!("the builder role `{}` names {} seats", agent.get_ref(), seats.len()),
+                    "a builder is one seat: name a seat or a role of one",
+                ));
+            }
+            let writes = match &raw.writes {
+                Some(list) => {
+                    let mut out = Vec::new();
+                    for path in list.get_ref() {
+                        check_relative(path.get_ref()).map_err(|why| {
+                            self.err(
+                                path.span(),
+                                format!("`{}` {why}", path.get_ref()),
+                                "write a path relative to the workspace, e.g. \"docs/page.md\"",
+                            )
+                        })?;
+                        out.push(path.get_ref().clone());
+                    }
+                    out
+                }
+                None => brief.map(|b| b.files.clone()).unwrap_or_default(),
+            };
+            if writes.is_empty() {
+                return Err(self.err(
+                    raw.name.span(),
+                    format!("stage `{name}` writes no files"),
+                    "add `writes = [\"path\"]` to the stage, or `files: [path]` to the brief's front matter",
+                ));
+            }
+            if brief.is_none() {
+                return Err(self.err(
+                    raw.name.span(),
+                    format!("stage `{name}` builds, but the workflow has no brief"),
+                    "add `brief = \"briefs/task.md\"` at the top of the file",
+                ));
+            }
+            let goal = match &raw.goal {
+                Some(goal) => Some(resolver.one_seat(self, goal, "goal check")?),
+                None => None,
+            };
+            let review = match &raw.reviewed_by {
+                Some(role) => Some(self.panel(role, raw, resolver)?),
+                None => None,
+            };
+            let refine = self.refine(raw.refine.as_ref(), resolver)?;
+            StageKind::Build(BuildStage {
+                role: agent.get_ref().clone(),
+                builder: seats[0].clone(),
+                writes,
+                desc: raw.desc.clone(),
+                gate: raw.gate.clone(),
+                goal,
+                review,
+                refine,
+            })
+        } else if let Some(run) = &raw.run {
+            let timeout = match &raw.timeout {
+                Some(t) => self.duration(t)?,
+                None => DEFAULT_RUN_TIMEOUT,
+            };
+            StageKind::Run(RunStage {
+                command: run.get_ref().clone(),
+                timeout,
+                sends_back_to: sends_back_to.clone(),
+            })
+        } else if let Some(panel) = &raw.panel {
+            StageKind::Panel(PanelStage {
+                panel: self.panel(panel, raw, resolver)?,
+                sends_back_to: sends_back_to.clone(),
+            })
+        } else if let Some(approve) = &raw.approve {
+            let files = match approve.get_ref() {
+                ApproveSpec::All => None,
+                ApproveSpec::Files(files) => {
+                    for file in files {
+                        check_relative(file).map_err(|why| {
+                            self.err(
+                                approve.span(),
+                                format!("`{file}` {why}"),
+                                "list paths relative to the workspace",
+                            )
+                        })?;
+                    }
+                    Some(files.clone())
+                }
+            };
+            StageKind::Approve { files }
+        } else {
+            return Err(self.err(
+                span,
+                format!("stage `{name}` has no kind key"),
+                "give each stage exactly one of `agent`, `run`, `panel`, `approve`",
+            ));
+        };
+        self.misplaced_keys(raw, &kind)?;
+        Ok(Stage { name, kind, allow_same_family: raw.allow_same_family.unwrap_or(false) })
+    }
+
+    /// Keys that do not belong to the stage's kind are errors, not silently ignored.
+    fn misplaced_keys(&self, raw: &FileStage, kind: &StageKind) -> Result<(), Box<Located>> {
+        let is_build = matches!(kind, StageKind::Build(_));
+        let is_run = matches!(kind, StageKind::Run(_));
+        let is_panel = matches!(kind, StageKind::Panel(_));
+        let checks: [(&str, Option<Range<usize>>, bool); 9] = [
+            ("writes", raw.writes.as_ref().map(Spanned::span), is_build),
+            ("goal", raw.goal.as_ref().map(Spanned::span), is_build),
+            ("reviewed_by", raw.reviewed_by.as_ref().map(Spanned::span), is_build),
+            ("refine", raw.refine.as_ref().map(Spanned::span), is_build),
+            ("timeout", raw.timeout.as_ref().map(Spanned::span), is_run),
+            ("sends_back_to", raw.sends_back_to.as_ref().map(Spanned::span), is_run || is_panel),
+            ("agree", raw.agree.as_ref().map(Spanned::span), is_panel || raw.reviewed_by.is_some()),
+            ("synthesise", raw.synthesise.as_ref().map(Spanned::span), is_panel || raw.reviewed_by.is_some()),
+            ("desc", None, true),
+        ];
+        for (key, span, allowed) in checks {
+            if let (Some(span), false) = (span, allowed) {
+                return Err(self.err(
+                    span,
+                    format!("`{key}` does not apply to a `{}` stage", kind.key()),
+                    "remove it, or move it to a stage it applies to",
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn panel(
+        &self,
+        role: &S<String>,
+        raw: &FileStage,
+        resolver: &Resolver<'_>,
+    ) -> Result<Panel, Box<Located>> {
+        let seats = resolver.resolve(self, role)?;
+        let agree = match &raw.agree {
+            Some(agree) => {
+                let n = *agree.get_ref();
+                let max = seats.len();
+                match usize::try_from(n) {
+                    Ok(n) if (1..=max).contains(&n) => n,
+                    _ => {
+                        return Err(self.err(
+                            agree.span(),
+                            format!("`agree = {n}` with {max} reviewers"),
+                            format!("write a number from 1 to {max}"),
+                        ));
+                    }
+                }
+            }
+            None => seats.len(),
+        };
+        let synthesise = match raw.synthesise.as_ref().map(|s| (s.span(), s.get_ref())) {
+            None | Some((_, SynthesiseSpec::Off)) => None,
+            Some((_, SynthesiseSpec::FirstReviewer)) => seats.first().cloned(),
+            Some((span, SynthesiseSpec::Seat(seat))) => {
+                if !resolver.seats.contains_key(seat) {
+                    return Err(self.err(
+                        span,
+                        format!("`synthesise` names `{seat}`, which is not a seat"),
+                        known("seats", resolver.seats.keys()),
+                    ));
+                }
+                Some(seat.clone())
+            }
+        };
+        Ok(Panel { role: role.get_ref().clone(), seats, agree, synthesise })
+    }
+
+    fn refine(&self, raw: Option<&S<RefineSpec>>, resolver: &Resolver<'_>) -> Result<Refine, Box<Located>> {
+        let Some(raw) = raw else { return Ok(Refine::Rounds(1)) };
+        match raw.get_ref() {
+            RefineSpec::Rounds(n) => match u32::try_from(*n) {
+                Ok(n) if (1..=100).contains(&n) => Ok(Refine::Rounds(n)),
+                _ => Err(self.err(
+                    raw.span(),
+                    format!("`refine = {n}`"),
+                    "write the number of rounds in all, from 1 to 100",
+                )),
+            },
+            RefineSpec::Judge(table) => {
+                if !resolver.seats.contains_key(&table.judge) {
+                    return Err(self.err(
+                        raw.span(),
+                        format!("`refine.judge` names `{}`, which is not a seat", table.judge),
+                        known("seats", resolver.seats.keys()),
+                    ));
+                }
+                let cap = table.cap.unwrap_or(6);
+                if !(1..=100).contains(&cap) {
+                    return Err(self.err(
+                        raw.span(),
+                        format!("`cap = {cap}`"),
+                        "write the most rounds, from 1 to 100",
+                    ));
+                }
+                let on_cap = match table.on_cap.as_deref() {
+                    None | Some("fail") => OnCap::Fail,
+                    Some("pass") => OnCap::Pass,
+                    Some(other) => {
+                        return Err(self.err(
+                            raw.span(),
+                            format!("`on_cap = \"{other}\"`"),
+                            "write \"fail\" or \"pass\"",
+                        ));
+                    }
+                };
+                let blocks = match table.blocks.as_deref() {
+                    None | Some("judge") => Blocks::Judge,
+                    Some("always-back") => Blocks::AlwaysBack,
+                    Some(other) => {
+                        return Err(self.err(
+                            raw.span(),
+                            format!("`blocks = \"{other}\"`"),
+                            "write \"judge\" or \"always-back\"",
+                        ));
+                    }
+                };
+                Ok(Refine::Judge { judge: table.judge.clone(), cap, on_cap, blocks })
+            }
+        }
+    }
+}
+
+struct Resolver<'a> {
+    seats: &'a BTreeMap<String, SeatEntry>,
+    roles: &'a BTreeMap<String, Vec<String>>,
+}
+
+impl Resolver<'_> {
+    /// A role name, or a seat's name as a role of one.
+    fn resolve(&self, c: &Compiler<'_>, name: &S<String>) -> Result<Vec<String>, Box<Located>> {
+        if let Some(seats) = self.roles.get(name.get_ref()) {
+            return Ok(seats.clone());
+        }
+        if self.seats.contains_key(name.get_ref()) {
+            return Ok(vec![name.get_ref().clone()]);
+        }
+        Err(c.err(
+            name.span(),
+            format!("`{}` is neither a role nor a seat", name.get_ref()),
+            known("roles and seats", self.roles.keys().chain(self.seats.keys())),
+        ))
+    }
+
+    fn one_seat(&self, c: &Compiler<'_>, name: &S<String>, what: &str) -> Result<String, Box<Located>> {
+        let seats = self.resolve(c, name)?;
+        match seats.as_slice() {
+            [one] => Ok(one.clone()),
+            _ => Err(c.err(
+                name.span(),
+                format!("the {what} `{}` names {} seats", name.get_ref(), seats.len()),
+                format!("the {what} is one seat"),
+            )),
+        }
+    }
+}
+
+const NAME_HINT: &str = "use letters, digits, `-`, `_` and `.`, starting with a letter or digit";
+
+fn check_name(name: &str) -> Result<(), &'static str> {
+    let mut chars = name.chars();
+    match chars.next() {
+        None => Err("is empty"),
+        Some(c) if !c.is_ascii_alphanumeric() => Err("must start with a letter or digit"),
+        _ if !name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')) => {
+            Err("has characters other than letters, digits, `-`, `_` and `.`")
+        }
+        _ if name.len() > 64 => Err("is longer than 64 characters"),
+        _ => Ok(()),
+    }
+}
+
+/// A workspace path must stay inside the workspace.
+pub fn check_relative(path: &str) -> Result<(), &'static str> {
+    let p = Path::new(path);
+    if path.trim().is_empty() {
+        return Err("is empty");
+    }
+    if p.is_absolute() {
+        return Err("is absolute; it must stay inside the workspace");
+    }
+    if p.components().any(|c| matches!(c, Component::ParentDir)) {
+        return Err("leaves the workspace with `..`");
+    }
+    Ok(())
+}
+
+fn known<'a>(what: &str, names: impl Iterator<Item = &'a String>) -> String {
+    let names: Vec<&str> = names.map(String::as_str).collect();
+    if names.is_empty() {
+        format!("there are no {what} yet; declare one first")
+    } else {
+        format!("known {what}: {}", names.join(", "))
+    }
+}
+
+/// Parses a duration such as `90s`, `10m`, `1h 30m` (or ISO 8601 `PT10M`).
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let parsed: jiff::SignedDuration = text.trim().parse().map_err(|e: jiff::Error| e.to_string())?;
+    if parsed.is_negative() || parsed.is_zero() {
+        return Err("it must be longer than zero".to_owned());
+    }
+    Duration::try_from(parsed).map_err(|e| e.to_string())
+}

@@ -1,0 +1,115 @@
+//! Seats: the `Seat` trait and the engines that answer requests.
+//!
+//! A seat is one model behind one engine. This crate owns how a request
+//! reaches a model and how its answer comes back: the script engine (SPEC 2.4)
+//! now, the agent CLIs and HTTP APIs of SPEC 7 next, each on top of
+//! `gavel-process` for anything it spawns.
+//!
+//! It must not know about stages, rounds or routing: a seat gets a request
+//! kind, a prompt and a workspace, and returns text, usage and a duration.
+
+pub mod script;
+
+use std::fmt;
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::pin::Pin;
+use std::time::Duration;
+
+use gavel_domain::{Access, Engine, Family, Located, RequestKind, SeatSpec, Usage, infer_family};
+
+pub use script::ScriptSeat;
+
+/// A boxed future, so seats can live behind `dyn Seat`.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// One request to a seat.
+#[derive(Debug, Clone)]
+pub struct Request {
+    /// What is asked.
+    pub kind: RequestKind,
+    /// The prompt text.
+    pub prompt: String,
+    /// The workspace the seat works in.
+    pub workspace: PathBuf,
+    /// Whether the seat may change files.
+    pub access: Access,
+    /// Which request of this kind this is for the seat in this run, from 0,
+    /// counting requests answered from the record on resume (SPEC 2.4).
+    pub turn: u32,
+    /// The files the stage writes (an API builder may write only these).
+    pub writes: Vec<String>,
+    /// How long the seat may take.
+    pub timeout: Duration,
+}
+
+/// A seat's answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reply {
+    /// The reply text.
+    pub text: String,
+    /// Tokens and cost.
+    pub usage: Usage,
+    /// How long the request took.
+    pub duration: Duration,
+}
+
+/// Why a seat gave no answer: an engine error, never a decision.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SeatError {
+    /// The engine failed (process died, API error, scripted `error`).
+    #[error("{0}")]
+    Engine(String),
+    /// The seat took longer than its timeout and was stopped.
+    #[error("no answer within {0:?}; the seat was stopped")]
+    Timeout(Duration),
+    /// The seat tried something its request does not allow.
+    #[error("refused: {0}")]
+    Refused(String),
+}
+
+/// One model behind one engine.
+pub trait Seat: Send + Sync + fmt::Debug {
+    /// The seat's name in the workflow.
+    fn name(&self) -> &str;
+    /// Its model family.
+    fn family(&self) -> &Family;
+    /// Its engine.
+    fn engine(&self) -> Engine;
+    /// Answers one request.
+    fn answer<'a>(&'a self, request: &'a Request) -> BoxFuture<'a, Result<Reply, SeatError>>;
+}
+
+/// Why a seat could not be built from its spec.
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    /// A user file is wrong (the script file, a missing key).
+    #[error(transparent)]
+    File(#[from] Box<Located>),
+    /// The engine is not available in this build yet.
+    #[error("seat `{seat}`: the `{engine}` engine is not available yet; use `engine = \"script\"` for now")]
+    Unsupported {
+        /// The seat's name.
+        seat: String,
+        /// Its engine.
+        engine: Engine,
+    },
+}
+
+/// The family a seat belongs to: its `family` key, else inferred from the
+/// model, else `None` (the caller asks the user to name it).
+pub fn seat_family(spec: &SeatSpec) -> Option<Family> {
+    if let Some(family) = &spec.family {
+        return Some(Family::new(family));
+    }
+    spec.model.as_deref().and_then(infer_family)
+}
+
+/// Builds a seat from its spec. `base` is the directory relative paths in the
+/// spec (such as `script`) are resolved against: the workflow file's directory.
+pub fn build_seat(name: &str, spec: &SeatSpec, base: &Path) -> Result<Box<dyn Seat>, BuildError> {
+    match spec.engine {
+        Engine::Script => Ok(Box::new(ScriptSeat::from_spec(name, spec, base)?)),
+        engine => Err(BuildError::Unsupported { seat: name.to_owned(), engine }),
+    }
+}
