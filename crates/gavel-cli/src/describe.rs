@@ -149,11 +149,15 @@ pub fn what(event: &Event) -> String {
 }
 
 /// The `gavel status` block.
-pub fn status(state: &RunState, record: &Path) -> String {
+pub fn status(state: &RunState, record: &Path, live: Option<&str>) -> String {
     let mut s = String::new();
     let status = match &state.status {
         RunStatus::Empty => "empty (no run:start)".to_owned(),
-        RunStatus::Running => "running, or interrupted (gavel resume takes it up)".to_owned(),
+        RunStatus::Running => match live {
+            Some("") => "running".to_owned(),
+            Some(holder) => format!("running {holder}"),
+            None => "interrupted (`gavel resume` takes it up)".to_owned(),
+        },
         RunStatus::Paused { reason, waiting_for } => format!("paused, waiting for {waiting_for}: {reason}"),
         RunStatus::Ended { status, summary } => format!("{}: {summary}", status.as_str()),
     };

@@ -191,7 +191,18 @@ fn print_json(value: &serde_json::Value) {
 }
 
 fn locate(run: &RunRef) -> Result<PathBuf, RunError> {
-    runs::locate(&run.run, &workspace_or_cwd(run.workspace.as_deref())).map_err(RunError::Refused)
+    let record =
+        runs::locate(&run.run, &workspace_or_cwd(run.workspace.as_deref())).map_err(RunError::Refused)?;
+    Ok(std::path::absolute(&record).unwrap_or(record))
+}
+
+/// Whether another process works on the run now: a running run holds its
+/// lock; an interrupted one does not.
+fn held_by_another(record: &Path) -> Option<String> {
+    match gavel_record::RunLock::acquire(record) {
+        Err(gavel_record::LockError::Held { holder, .. }) => Some(holder.trim().to_owned()),
+        _ => None,
+    }
 }
 
 fn status(args: &StatusArgs, style: &Style) -> Result<i32, RunError> {
@@ -201,16 +212,23 @@ fn status(args: &StatusArgs, style: &Style) -> Result<i32, RunError> {
         style.warning(&torn.warning(&record));
     }
     let state = RunState::fold(&recording.events);
+    let live = match state.status {
+        gavel_record::RunStatus::Running => held_by_another(&record),
+        _ => None,
+    };
     if args.json {
         let mut value = serde_json::to_value(&state).unwrap_or_default();
         if let Some(object) = value.as_object_mut() {
             object.insert("record".into(), record.display().to_string().into());
             object.insert("torn_tail".into(), recording.torn.is_some().into());
+            if matches!(state.status, gavel_record::RunStatus::Running) {
+                object.insert("live".into(), live.is_some().into());
+            }
         }
         print_json(&value);
     } else {
         let mut out = std::io::stdout().lock();
-        let _ = write!(out, "{}", describe::status(&state, &record));
+        let _ = write!(out, "{}", describe::status(&state, &record, live.as_deref()));
     }
     Ok(exit::PASS)
 }

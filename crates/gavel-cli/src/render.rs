@@ -2,6 +2,7 @@
 //! (with file, line, column and a snippet), and the end-of-run summary.
 //! `NO_COLOR` and a non-terminal stderr turn colour off; `-q` silences progress.
 
+use std::fmt::Write as _;
 use std::io::Write as _;
 use std::time::Instant;
 
@@ -66,10 +67,20 @@ impl Style {
         let theme = if self.color { GraphicalTheme::unicode() } else { GraphicalTheme::unicode_nocolor() };
         let mut out = String::new();
         let handler = GraphicalReportHandler::new_themed(theme).with_width(100);
-        if handler.render_report(&mut out, &diagnostic).is_err() || located.source.is_empty() {
-            out = format!("{} {located}", self.paint("31;1", "error:"));
+        if located.source.is_empty() || handler.render_report(&mut out, &diagnostic).is_err() {
+            let (line, column) = (located.line, located.column);
+            out = format!(
+                "{} {}:{line}:{column}: {}",
+                self.paint("31;1", "error:"),
+                located.path.display(),
+                located.message
+            );
         }
-        out.trim_end().to_owned()
+        let mut out = out.trim_end().to_owned();
+        if let Some(hint) = &located.hint {
+            let _ = write!(out, "\n{} {hint}", self.paint("36", "hint:"));
+        }
+        out
     }
 
     /// The end-of-run summary (suppressed by `-q`).
@@ -140,7 +151,6 @@ struct FileDiagnostic {
     source: NamedSource<String>,
     span: miette::SourceSpan,
     label: String,
-    help: Option<String>,
 }
 
 impl From<&Located> for FileDiagnostic {
@@ -157,7 +167,6 @@ impl From<&Located> for FileDiagnostic {
             source: NamedSource::new(located.path.display().to_string(), located.source.clone()),
             span: (located.span.start, len).into(),
             label: "here".to_owned(),
-            help: located.hint.clone(),
         }
     }
 }
@@ -171,10 +180,6 @@ impl std::fmt::Display for FileDiagnostic {
 impl std::error::Error for FileDiagnostic {}
 
 impl Diagnostic for FileDiagnostic {
-    fn help<'a>(&'a self) -> Option<Box<dyn std::fmt::Display + 'a>> {
-        self.help.as_ref().map(|h| Box::new(format!("hint: {h}")) as Box<dyn std::fmt::Display>)
-    }
-
     fn source_code(&self) -> Option<&dyn SourceCode> {
         Some(&self.source)
     }

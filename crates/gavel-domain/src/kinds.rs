@@ -133,7 +133,9 @@ impl Usage {
     pub fn add(&mut self, other: Usage) {
         self.input_tokens = self.input_tokens.saturating_add(other.input_tokens);
         self.output_tokens = self.output_tokens.saturating_add(other.output_tokens);
-        self.cost_usd += other.cost_usd;
+        // Rounded to a millionth of a dollar so sums of many requests print
+        // as the figures a person would add up, not as float noise.
+        self.cost_usd = ((self.cost_usd + other.cost_usd) * 1e6).round() / 1e6;
     }
 }
 

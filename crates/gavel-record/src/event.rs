@@ -301,6 +301,14 @@ pub struct ReviewDecision {
     /// Its raw findings.
     #[serde(default)]
     pub findings: Vec<RecordedFinding>,
+    /// The attempt whose reply (or last failure) this decision rests on; a
+    /// reviewer asked again after a pause gets a new decision.
+    #[serde(default = "one")]
+    pub attempt: u32,
+}
+
+fn one() -> u32 {
+    1
 }
 
 /// One vote on a merged finding.
@@ -417,6 +425,9 @@ pub struct RefineJudge {
 pub struct Kickback {
     /// The stage that sends the work back.
     pub from: String,
+    /// The sender's round.
+    #[serde(default)]
+    pub round: u32,
     /// The stage that gets it.
     pub to: String,
     /// Why.

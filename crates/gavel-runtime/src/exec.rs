@@ -3,24 +3,25 @@
 //! The same code runs a fresh run and a resumed one: every effect goes
 //! through the journal, which answers from the record when it can.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use gavel_domain::RequestKind;
 use gavel_record::event::{
-    BuildDone, EndStatus, RunStart, SeatError, SeatKey, SeatReply, SeatRequest, StageStart,
+    EndStatus, Kickback, RecordedFinding, RunStart, SeatError, SeatKey, SeatReply, SeatRequest,
 };
 use gavel_record::write::Durability;
 use gavel_record::{Event, RecordWriter, RunLock, RunState, RunStatus, read_record};
 use gavel_seats::Request;
-use serde::Serialize;
 use sha2::{Digest as _, Sha256};
+use tokio::task::JoinSet;
 
 use crate::journal::{Journal, Recorded, SeatResult};
 use crate::prompts::{Prompt, Prompts};
 use crate::runs::{check_run_id, default_record, new_run_id};
-use crate::workflow::{BuildStage, Stage, StageKind, Workflow};
+use crate::workflow::{StageKind, Workflow};
 use crate::{Observer, Outcome, RunError, StageReport, Status};
 
 /// Extra time past a seat's own timeout before the executor gives up on it:
@@ -28,8 +29,8 @@ use crate::{Observer, Outcome, RunError, StageReport, Status};
 /// that does not.
 const SEAT_GRACE: Duration = Duration::from_secs(5);
 
-/// Failed attempts at one request, since the last pause, before the run
-/// pauses: the first ask and the "ask once more" turn (SPEC 3).
+/// Failed attempts at one request, since the last pause, before the caller
+/// gives up on it: the first ask and the "ask once more" turn (SPEC 3).
 const ATTEMPTS_PER_WINDOW: u32 = 2;
 
 /// What `gavel run` asks for.
@@ -117,19 +118,21 @@ pub async fn resume(record: &Path, observer: &dyn Observer) -> Result<Outcome, R
 pub fn check_supported(workflow: &Workflow) -> Result<(), RunError> {
     for stage in &workflow.stages {
         let unsupported = match &stage.kind {
-            StageKind::Build(build) if build.goal.is_some() => Some("a goal check (`goal`)"),
-            StageKind::Build(build) if build.review.is_some() => Some("a review panel (`reviewed_by`)"),
+            StageKind::Build(build) if build.review.as_ref().is_some_and(|p| p.synthesise.is_some()) => {
+                Some("a synthesised panel (`synthesise`)")
+            }
             StageKind::Build(build) if matches!(build.refine, crate::workflow::Refine::Judge { .. }) => {
                 Some("a judge (`refine = { judge = ... }`)")
             }
-            StageKind::Build(_) => None,
-            StageKind::Run(_) => Some("a `run` stage"),
-            StageKind::Panel(_) => Some("a `panel` stage"),
+            StageKind::Panel(panel) if panel.panel.synthesise.is_some() => {
+                Some("a synthesised panel (`synthesise`)")
+            }
             StageKind::Approve { .. } => Some("an `approve` stage"),
+            StageKind::Build(_) | StageKind::Run(_) | StageKind::Panel(_) => None,
         };
         if let Some(what) = unsupported {
             return Err(RunError::Refused(format!(
-                "stage `{}` uses {what}, which this version of gavel cannot run yet; it runs builder stages (`agent`, `writes`, `refine = N`)",
+                "stage `{}` uses {what}, which this version of gavel cannot run yet; it runs builder stages with goal checks and threshold panels, `run` stages and `panel` stages",
                 stage.name
             )));
         }
@@ -138,37 +141,67 @@ pub fn check_supported(workflow: &Workflow) -> Result<(), RunError> {
 }
 
 /// How a stage came out.
-enum StageEnd {
+pub(crate) enum StageEnd {
+    /// Go on to the next stage.
     Pass,
+    /// Send the work back to an earlier stage, which runs again with these
+    /// findings, and then every stage after it.
+    SendBack { to: String, round: u32, reason: String, findings: Vec<RecordedFinding> },
+    /// The run fails.
     Fail(String),
+    /// The run stops and waits.
     Pause { status: Status, reason: String, waiting_for: String },
-}
-
-/// Which request of which seat, in which stage and round.
-#[derive(Clone, Copy)]
-struct Target<'a> {
-    stage: &'a str,
-    round: u32,
-    seat: &'a str,
-    kind: RequestKind,
-    writes: &'a [String],
 }
 
 /// The result of asking a seat until it answers usably or the window of
 /// attempts runs out.
-enum Asked<T> {
-    Answer(T),
-    GaveUp { last: String },
+pub(crate) enum Asked<T> {
+    /// A usable answer, and the attempt it came on.
+    Answer(T, u32),
+    /// No usable answer within the window; the last failure, and its attempt.
+    GaveUp(String, u32),
 }
 
-struct Executor<'o> {
-    workflow: Workflow,
-    workspace: PathBuf,
+/// Which request of which seat, in which stage and round.
+#[derive(Debug, Clone)]
+pub(crate) struct Target {
+    pub stage: String,
+    pub round: u32,
+    pub seat: String,
+    pub kind: RequestKind,
+    pub writes: Vec<String>,
+}
+
+impl Target {
+    fn key(&self, attempt: u32) -> SeatKey {
+        SeatKey {
+            stage: self.stage.clone(),
+            round: self.round,
+            seat: self.seat.clone(),
+            request: self.kind,
+            attempt,
+        }
+    }
+}
+
+/// Where one target stands while it is being asked.
+#[derive(Debug, Clone)]
+struct Slot {
+    attempt: u32,
+    failures: u32,
+    note: Option<String>,
+}
+
+pub(crate) struct Executor<'o> {
+    pub(crate) workflow: Workflow,
+    pub(crate) workspace: PathBuf,
     run_id: String,
-    journal: Journal<'o>,
+    pub(crate) journal: Journal<'o>,
     observer: &'o dyn Observer,
-    prompts: Prompts,
+    pub(crate) prompts: Prompts,
     reports: Vec<StageReport>,
+    /// Rounds each stage has used so far in this walk of the run.
+    pub(crate) rounds_used: HashMap<String, u32>,
 }
 
 impl<'o> Executor<'o> {
@@ -180,16 +213,30 @@ impl<'o> Executor<'o> {
         observer: &'o dyn Observer,
     ) -> Self {
         let prompts = Prompts::new(workflow.options.prompts_dir.as_deref());
-        Self { workflow, workspace, run_id, journal, observer, prompts, reports: Vec::new() }
+        Self {
+            workflow,
+            workspace,
+            run_id,
+            journal,
+            observer,
+            prompts,
+            reports: Vec::new(),
+            rounds_used: HashMap::new(),
+        }
     }
 
     async fn run(mut self) -> Result<Outcome, RunError> {
         let stages = self.workflow.stages.clone();
-        for stage in &stages {
+        let mut incoming: HashMap<String, Vec<RecordedFinding>> = HashMap::new();
+        let mut index = 0;
+        while let Some(stage) = stages.get(index) {
+            let feedback = incoming.remove(&stage.name).unwrap_or_default();
             let end = match &stage.kind {
-                StageKind::Build(build) => self.build_stage(stage, build).await?,
+                StageKind::Build(build) => self.build_stage(stage, build, feedback).await?,
+                StageKind::Run(run) => self.run_stage(stage, run).await?,
+                StageKind::Panel(panel) => self.panel_stage(stage, panel).await?,
                 // `check_supported` refused these before anything ran.
-                StageKind::Run(_) | StageKind::Panel(_) | StageKind::Approve { .. } => {
+                StageKind::Approve { .. } => {
                     return Err(RunError::Refused(format!(
                         "stage `{}` cannot run in this version",
                         stage.name
@@ -197,7 +244,18 @@ impl<'o> Executor<'o> {
                 }
             };
             match end {
-                StageEnd::Pass => {}
+                StageEnd::Pass => index += 1,
+                StageEnd::SendBack { to, round, reason, findings } => {
+                    self.journal.emit(Event::Kickback(Kickback {
+                        from: stage.name.clone(),
+                        round,
+                        to: to.clone(),
+                        reason,
+                        findings: findings.clone(),
+                    }))?;
+                    index = stages.iter().position(|s| s.name == to).unwrap_or(index + 1);
+                    incoming.insert(to, findings);
+                }
                 StageEnd::Fail(summary) => return self.finish(EndStatus::Fail, summary),
                 StageEnd::Pause { status, reason, waiting_for } => {
                     return self.pause(status, reason, waiting_for);
@@ -208,7 +266,8 @@ impl<'o> Executor<'o> {
         self.finish(EndStatus::Pass, summary)
     }
 
-    fn report(&mut self, stage: &str) -> &mut StageReport {
+    /// The report of `stage`, created on first use.
+    pub(crate) fn report(&mut self, stage: &str) -> &mut StageReport {
         if let Some(i) = self.reports.iter().position(|r| r.stage == stage) {
             return &mut self.reports[i];
         }
@@ -217,152 +276,82 @@ impl<'o> Executor<'o> {
             rounds: 0,
             status: Status::Pass,
             decisions: Vec::new(),
+            goal_checks: Vec::new(),
+            reviews: Vec::new(),
         });
         let last = self.reports.len() - 1;
         &mut self.reports[last]
     }
 
-    async fn build_stage(&mut self, stage: &Stage, build: &BuildStage) -> Result<StageEnd, RunError> {
-        let max_rounds = build.refine.max_rounds();
-        let mut feedback: Vec<String> = Vec::new();
-        let mut missing_last: Vec<String> = Vec::new();
-        for round in 1..=max_rounds {
-            self.journal.emit(Event::StageStart(StageStart { stage: stage.name.clone(), round }))?;
-            self.report(&stage.name).rounds = round;
-
-            let context = self.write_context(stage, build, round, &feedback);
-            let prompt = self.prompts.render(RequestKind::Write, &context)?;
-            let asked = self
-                .ask_until(
-                    &Target {
-                        stage: &stage.name,
-                        round,
-                        seat: &build.builder,
-                        kind: RequestKind::Write,
-                        writes: &build.writes,
-                    },
-                    |note| Ok(with_note(&prompt, note)),
-                    |_text| Ok(()),
-                )
-                .await?;
-            if let Asked::GaveUp { last } = asked {
-                let reason = format!("the builder `{}` failed twice: {last}", build.builder);
-                self.report(&stage.name).status = Status::Error;
-                self.report(&stage.name).decisions.push(format!("round {round}: {reason}"));
-                return Ok(StageEnd::Pause {
-                    status: Status::Error,
-                    reason,
-                    waiting_for: format!("seat {}", build.builder),
-                });
-            }
-
-            let workspace = self.workspace.clone();
-            let done = self.journal.build_done(&stage.name, round, || {
-                observe_build(&workspace, &stage.name, round, &build.writes)
-            })?;
-            if done.missing.is_empty() {
-                self.report(&stage.name).decisions.push(format!(
-                    "round {round}: built {}",
-                    done.files.keys().cloned().collect::<Vec<_>>().join(", ")
-                ));
-                self.report(&stage.name).status = Status::Pass;
-                return Ok(StageEnd::Pass);
-            }
-            let missing = done.missing.join(", ");
-            missing_last.clone_from(&done.missing);
-            self.report(&stage.name).decisions.push(format!("round {round}: missing {missing}"));
-            feedback = done
-                .missing
-                .iter()
-                .map(|file| {
-                    format!("`{file}` is missing: write it (it is one of the files this stage must produce).")
-                })
-                .collect();
+    /// Starts the next round of `stage`, or `None` when it has used `max`.
+    pub(crate) fn next_round(&mut self, stage: &str, max: u32) -> Option<u32> {
+        let used = self.rounds_used.entry(stage.to_owned()).or_insert(0);
+        if *used >= max {
+            return None;
         }
-        self.report(&stage.name).status = Status::Fail;
-        Ok(StageEnd::Fail(format!(
-            "stage `{}` ran out of rounds ({max_rounds}) with files still missing: {}",
-            stage.name,
-            missing_last.join(", ")
-        )))
+        *used += 1;
+        let round = *used;
+        self.report(stage).rounds = round;
+        Some(round)
     }
 
-    fn write_context(
-        &self,
-        stage: &Stage,
-        build: &BuildStage,
-        round: u32,
-        feedback: &[String],
-    ) -> WriteContext {
-        let brief = self.workflow.brief.as_ref();
-        WriteContext {
-            stage: stage.name.clone(),
-            round,
-            brief: brief.map(|b| b.body.clone()).unwrap_or_default(),
-            requirements: brief.map(|b| b.requirements.clone()).unwrap_or_default(),
-            desc: build.desc.clone().unwrap_or_default(),
-            gate: build.gate.clone().unwrap_or_default(),
-            writes: build.writes.clone(),
-            feedback: feedback.to_vec(),
-            goal: build.goal.is_some(),
-            reviewed: build.review.is_some(),
-        }
-    }
-
-    /// Asks `seat` until `parse` accepts a reply. Attempts already recorded
-    /// are replayed; at the record's frontier, a second failure since the
-    /// last pause gives up (the caller decides what that means).
-    async fn ask_until<T>(
+    /// Asks one seat until `parse` accepts a reply (see [`Self::ask_many`]).
+    pub(crate) async fn ask_one<T>(
         &mut self,
-        target: &Target<'_>,
+        target: Target,
         prompt_for: impl Fn(Option<&str>) -> Result<Prompt, RunError>,
         parse: impl Fn(&str) -> Result<T, String>,
     ) -> Result<Asked<T>, RunError> {
-        let Target { stage, round, seat, kind, writes } = *target;
-        let mut note: Option<String> = None;
-        let mut failures = 0u32;
-        let mut attempt = 1u32;
-        loop {
-            let key =
-                SeatKey { stage: stage.to_owned(), round, seat: seat.to_owned(), request: kind, attempt };
-            let prompt = prompt_for(note.as_deref())?;
-            let recorded = self.ask(key.clone(), &prompt, writes).await?;
-            let failure = match &recorded.value {
-                SeatResult::Reply(reply) => match parse(&reply.text) {
-                    Ok(value) => return Ok(Asked::Answer(value)),
-                    Err(why) => why,
-                },
-                SeatResult::Error(error) => error.error.clone(),
-            };
-            if recorded.seq > self.journal.last_pause_seq() {
-                failures += 1;
-            }
-            let next = SeatKey { attempt: attempt + 1, ..key };
-            let next_recorded = self.journal.request_sent(&next);
-            if failures >= ATTEMPTS_PER_WINDOW && !next_recorded {
-                return Ok(Asked::GaveUp { last: failure });
-            }
-            note = Some(failure);
-            attempt += 1;
-        }
+        let mut asked = self.ask_many(vec![target], |_, note| prompt_for(note), parse).await?;
+        asked.pop().ok_or_else(|| RunError::Refused("internal: a request went unanswered".to_owned()))
     }
 
-    /// One seat effect: the recorded result, or a live request recorded now.
-    async fn ask(
+    /// Asks several seats at the same time, each until `parse` accepts its
+    /// reply. Attempts already recorded are replayed; at the record's
+    /// frontier the live ones run concurrently and each result is recorded
+    /// as it lands. A target whose second failure since the last pause has no
+    /// later attempt recorded gives up.
+    pub(crate) async fn ask_many<T>(
         &mut self,
-        key: SeatKey,
-        prompt: &Prompt,
-        writes: &[String],
-    ) -> Result<Recorded<SeatResult>, RunError> {
-        let turn = self.journal.next_turn(&key.seat, key.request);
-        if let Some(recorded) = self.journal.seat_result(&key) {
-            return Ok(recorded);
-        }
-        self.journal
-            .record_request(SeatRequest { key: key.clone(), prompt_sha256: prompt.sha256.clone() })?;
-        self.observer.on_seat_start(&key.stage, key.round, &key.seat, key.request);
-        let result = match self.workflow.seat(&key.seat) {
-            Some(entry) => {
+        targets: Vec<Target>,
+        prompt_for: impl Fn(usize, Option<&str>) -> Result<Prompt, RunError>,
+        parse: impl Fn(&str) -> Result<T, String>,
+    ) -> Result<Vec<Asked<T>>, RunError> {
+        let mut slots = vec![Slot { attempt: 1, failures: 0, note: None }; targets.len()];
+        let mut done: Vec<Option<Asked<T>>> = targets.iter().map(|_| None).collect();
+        loop {
+            let mut live = Vec::new();
+            for (idx, target) in targets.iter().enumerate() {
+                while done[idx].is_none() {
+                    let key = target.key(slots[idx].attempt);
+                    let prompt = prompt_for(idx, slots[idx].note.as_deref())?;
+                    let turn = self.journal.next_turn(&target.seat, target.kind);
+                    if let Some(recorded) = self.journal.seat_result(&key) {
+                        done[idx] = self.settle(&recorded, &key, &mut slots[idx], &parse);
+                    } else {
+                        live.push((idx, key, prompt, turn, target.writes.clone()));
+                        break;
+                    }
+                }
+            }
+            if live.is_empty() {
+                break;
+            }
+            let mut tasks = JoinSet::new();
+            for (idx, key, prompt, turn, writes) in live {
+                self.journal
+                    .record_request(SeatRequest { key: key.clone(), prompt_sha256: prompt.sha256.clone() })?;
+                self.observer.on_seat_start(&key.stage, key.round, &key.seat, key.request);
+                let Some(entry) = self.workflow.seat(&key.seat) else {
+                    let error = format!("no seat named `{}`", key.seat);
+                    let recorded = self.journal.record_result(SeatResult::Error(SeatError {
+                        key: key.clone(),
+                        error,
+                        ms: 0,
+                    }))?;
+                    done[idx] = self.settle(&recorded, &key, &mut slots[idx], &parse);
+                    continue;
+                };
                 let seat = Arc::clone(&entry.seat);
                 let timeout = entry
                     .spec
@@ -372,38 +361,74 @@ impl<'o> Executor<'o> {
                     .unwrap_or(self.workflow.options.seat_timeout);
                 let request = Request {
                     kind: key.request,
-                    prompt: prompt.text.clone(),
+                    prompt: prompt.text,
                     workspace: self.workspace.clone(),
                     access: key.request.access(),
                     turn,
-                    writes: writes.to_vec(),
+                    writes,
                     timeout,
                 };
-                let started = Instant::now();
-                let answer = tokio::time::timeout(timeout + SEAT_GRACE, seat.answer(&request)).await;
-                let ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-                match answer {
-                    Ok(Ok(reply)) => {
-                        SeatResult::Reply(SeatReply { key, text: reply.text, usage: reply.usage, ms })
-                    }
-                    Ok(Err(err)) => SeatResult::Error(SeatError { key, error: err.to_string(), ms }),
-                    Err(_) => SeatResult::Error(SeatError {
-                        key,
-                        error: format!(
-                            "no answer within {}; the request was abandoned",
-                            humanize(timeout + SEAT_GRACE)
-                        ),
-                        ms,
-                    }),
-                }
+                tasks.spawn(async move {
+                    let started = Instant::now();
+                    let answer = tokio::time::timeout(timeout + SEAT_GRACE, seat.answer(&request)).await;
+                    let ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+                    let result = match answer {
+                        Ok(Ok(reply)) => SeatResult::Reply(SeatReply {
+                            key: key.clone(),
+                            text: reply.text,
+                            usage: reply.usage,
+                            ms,
+                        }),
+                        Ok(Err(err)) => {
+                            SeatResult::Error(SeatError { key: key.clone(), error: err.to_string(), ms })
+                        }
+                        Err(_) => SeatResult::Error(SeatError {
+                            key: key.clone(),
+                            error: format!(
+                                "no answer within {}; the request was abandoned",
+                                humanize(timeout + SEAT_GRACE)
+                            ),
+                            ms,
+                        }),
+                    };
+                    (idx, key, result)
+                });
             }
-            None => SeatResult::Error(SeatError {
-                key: key.clone(),
-                error: format!("no seat named `{}`", key.seat),
-                ms: 0,
-            }),
+            while let Some(joined) = tasks.join_next().await {
+                let (idx, key, result) = joined
+                    .map_err(|err| RunError::Refused(format!("internal: a seat task failed: {err}")))?;
+                let recorded = self.journal.record_result(result)?;
+                done[idx] = self.settle(&recorded, &key, &mut slots[idx], &parse);
+            }
+        }
+        Ok(done.into_iter().flatten().collect())
+    }
+
+    /// Reads one attempt's result: an answer, a give-up, or `None` to ask again.
+    fn settle<T>(
+        &self,
+        recorded: &Recorded<SeatResult>,
+        key: &SeatKey,
+        slot: &mut Slot,
+        parse: &impl Fn(&str) -> Result<T, String>,
+    ) -> Option<Asked<T>> {
+        let failure = match &recorded.value {
+            SeatResult::Reply(reply) => match parse(&reply.text) {
+                Ok(value) => return Some(Asked::Answer(value, key.attempt)),
+                Err(why) => why,
+            },
+            SeatResult::Error(error) => format!("the seat failed: {}", error.error),
         };
-        Ok(self.journal.record_result(result)?)
+        if recorded.seq > self.journal.last_pause_seq() {
+            slot.failures += 1;
+        }
+        let next = SeatKey { attempt: key.attempt + 1, ..key.clone() };
+        if slot.failures >= ATTEMPTS_PER_WINDOW && !self.journal.request_sent(&next) {
+            return Some(Asked::GaveUp(failure, key.attempt));
+        }
+        slot.attempt = key.attempt + 1;
+        slot.note = Some(failure);
+        None
     }
 
     fn pause(mut self, status: Status, reason: String, waiting_for: String) -> Result<Outcome, RunError> {
@@ -434,23 +459,9 @@ impl<'o> Executor<'o> {
     }
 }
 
-#[derive(Debug, Serialize)]
-struct WriteContext {
-    stage: String,
-    round: u32,
-    brief: String,
-    requirements: Vec<String>,
-    desc: String,
-    gate: String,
-    writes: Vec<String>,
-    feedback: Vec<String>,
-    goal: bool,
-    reviewed: bool,
-}
-
 /// The prompt for an "ask once more" turn: the same prompt with a note of
 /// what was wrong with the last reply.
-fn with_note(prompt: &Prompt, note: Option<&str>) -> Prompt {
+pub(crate) fn with_note(prompt: &Prompt, note: Option<&str>) -> Prompt {
     match note {
         None => prompt.clone(),
         Some(note) => {
@@ -461,26 +472,7 @@ fn with_note(prompt: &Prompt, note: Option<&str>) -> Prompt {
     }
 }
 
-/// Looks at the files a stage writes: each one's SHA-256, or missing.
-fn observe_build(workspace: &Path, stage: &str, round: u32, writes: &[String]) -> BuildDone {
-    let mut done = BuildDone {
-        stage: stage.to_owned(),
-        round,
-        files: std::collections::BTreeMap::default(),
-        missing: Vec::new(),
-    };
-    for file in writes {
-        match std::fs::read(workspace.join(file)) {
-            Ok(bytes) => {
-                done.files.insert(file.clone(), hex::encode(Sha256::digest(&bytes)));
-            }
-            Err(_) => done.missing.push(file.clone()),
-        }
-    }
-    done
-}
-
-fn humanize(d: Duration) -> String {
+pub(crate) fn humanize(d: Duration) -> String {
     let secs = d.as_secs();
     if secs >= 60 && secs.is_multiple_of(60) { format!("{}m", secs / 60) } else { format!("{secs}s") }
 }

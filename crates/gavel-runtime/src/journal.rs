@@ -8,6 +8,7 @@
 //! resumes are session markers, always appended.
 
 use std::collections::{HashMap, HashSet};
+use std::future::Future;
 use std::path::Path;
 
 use gavel_domain::{RequestKind, Usage};
@@ -219,9 +220,19 @@ impl<'o> Journal<'o> {
         Ok(build)
     }
 
-    /// A recorded command run, if any.
-    pub fn check_run(&self, stage: &str, round: u32) -> Option<CheckRun> {
-        self.checks.get(&(stage.to_owned(), round)).cloned()
+    /// A command run, from the record or freshly performed by `perform`.
+    pub async fn check_run<F: Future<Output = CheckRun>>(
+        &mut self,
+        stage: &str,
+        round: u32,
+        perform: impl FnOnce() -> F,
+    ) -> Result<CheckRun, WriteError> {
+        if let Some(check) = self.checks.get(&(stage.to_owned(), round)) {
+            return Ok(check.clone());
+        }
+        let check = perform().await;
+        self.append(Event::CheckRun(check.clone()))?;
+        Ok(check)
     }
 
     /// Records a pause.
@@ -254,10 +265,12 @@ fn derived_key(event: &Event) -> Option<String> {
         Event::BuildDone(e) => format!("build:done/{}/{}", e.stage, e.round),
         Event::CheckRun(e) => format!("check:run/{}/{}", e.stage, e.round),
         Event::GoalCheck(e) => format!("goal:check/{}/{}", e.stage, e.round),
-        Event::ReviewDecision(e) => format!("review:decision/{}/{}/{}", e.stage, e.round, e.reviewer),
+        Event::ReviewDecision(e) => {
+            format!("review:decision/{}/{}/{}/{}", e.stage, e.round, e.reviewer, e.attempt)
+        }
         Event::ReviewSynthesis(e) => format!("review:synthesis/{}/{}", e.stage, e.round),
         Event::RefineJudge(e) => format!("refine:judge/{}/{}", e.stage, e.round),
-        Event::Kickback(e) => format!("kickback/{}/{}/{}", e.from, e.to, e.reason),
+        Event::Kickback(e) => format!("kickback/{}/{}/{}", e.from, e.round, e.to),
         Event::ApprovalRequest(e) => format!("approval:request/{}", e.stage),
         Event::RunEnd(_) => "run:end".to_owned(),
         Event::SeatRequest(_)

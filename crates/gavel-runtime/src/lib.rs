@@ -12,6 +12,7 @@ pub mod brief;
 pub mod de;
 mod exec;
 pub mod journal;
+mod phases;
 pub mod prompts;
 pub mod runs;
 pub mod workflow;
@@ -103,6 +104,21 @@ pub struct StageReport {
     pub status: Status,
     /// What each round decided, one line each.
     pub decisions: Vec<String>,
+    /// Each goal check's verdicts, one line per requirement.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub goal_checks: Vec<RoundLines>,
+    /// Each review's decisions, one line per reviewer.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub reviews: Vec<RoundLines>,
+}
+
+/// Lines about one round of a stage.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RoundLines {
+    /// The round.
+    pub round: u32,
+    /// One line per item.
+    pub lines: Vec<String>,
 }
 
 /// Why a run could not go on.

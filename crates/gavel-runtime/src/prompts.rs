@@ -15,6 +15,8 @@ use sha2::{Digest as _, Sha256};
 fn builtin(kind: RequestKind) -> Option<&'static str> {
     match kind {
         RequestKind::Write => Some(include_str!("../prompts/write.md")),
+        RequestKind::Goal => Some(include_str!("../prompts/goal.md")),
+        RequestKind::Review => Some(include_str!("../prompts/review.md")),
         _ => None,
     }
 }

@@ -299,12 +299,11 @@ impl Workflow {
                     .with_hint("give the path to a workflow .toml file"),
             )
         })?;
-        let file = std::path::absolute(path).unwrap_or_else(|_| path.to_owned());
-        Self::parse(&file, &source)
+        Self::parse(path, &source)
     }
 
-    /// Parses and validates a workflow from its text; `file` locates errors
-    /// and anchors relative paths.
+    /// Parses and validates a workflow from its text. `file` names the file
+    /// in errors as the user gave it, and anchors relative paths.
     pub fn parse(file: &Path, source: &str) -> Result<Self, Box<Located>> {
         let raw: FileWorkflow = toml::from_str(source).map_err(|err| {
             let span = err.span().unwrap_or(0..0);
@@ -322,11 +321,18 @@ impl Workflow {
 }
 
 fn hint_for_toml_error(message: &str) -> String {
-    if message.starts_with("unknown field") {
-        format!(
-            "remove or rename the key; {}",
-            message.split_once("expected").map_or_else(String::new, |(_, rest)| format!("expected{rest}"))
-        )
+    if let Some(rest) = message.strip_prefix("unknown field `") {
+        let (unknown, expected) = rest.split_once('`').unwrap_or((rest, ""));
+        let known: Vec<&str> = expected.split('`').skip(1).step_by(2).collect();
+        let nearest = known
+            .iter()
+            .map(|k| (strsim::damerau_levenshtein(unknown, k), *k))
+            .filter(|(d, k)| *d <= 2 || k.starts_with(unknown) || unknown.starts_with(k))
+            .min();
+        match nearest {
+            Some((_, key)) => format!("did you mean `{key}`?"),
+            None => "remove the key, or rename it to one of those listed".to_owned(),
+        }
     } else if message.contains("missing field") {
         "add the missing key".to_owned()
     } else {
@@ -406,7 +412,9 @@ impl Compiler<'_> {
         }
         let digest = hex::encode(hasher.finalize());
 
-        Ok(Workflow { name, file: self.file.to_owned(), dir, brief, options, seats, roles, stages, digest })
+        // The record keeps the absolute path, so a resume from any folder finds it.
+        let file = std::path::absolute(self.file).unwrap_or_else(|_| self.file.to_owned());
+        Ok(Workflow { name, file, dir, brief, options, seats, roles, stages, digest })
     }
 
     fn options(&self, raw: Option<&S<FileOptions>>, dir: &Path) -> Result<RunOptions, Box<Located>> {

@@ -1,0 +1,622 @@
+//! The phases of a stage: build, goal check, review panel, command, and the
+//! routing of SPEC 4 between them. Every effect goes through the executor's
+//! journal, so the same code serves a live run and a replay.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::Path;
+
+use gavel_domain::protocol::{Decision, GoalReply, Protocol, ReviewReply, Verdict};
+use gavel_domain::{RequestKind, Severity};
+use gavel_process::{Outcome as ProcessOutcome, SpawnSpec};
+use gavel_record::Event;
+use gavel_record::event::{
+    BuildDone, CheckRun, GoalCheck, RecordedFinding, ReviewDecision, ReviewOutcome, StageStart,
+};
+use serde::Serialize;
+use sha2::{Digest as _, Sha256};
+
+use crate::de::CommandSpec;
+use crate::exec::{Asked, Executor, StageEnd, Target, with_note};
+use crate::workflow::{BuildStage, Panel, PanelStage, RunStage, Stage};
+use crate::{RunError, Status};
+
+/// How much of each file a read-only seat is shown in its prompt.
+const FILE_LIMIT: usize = 64 * 1024;
+/// How much of a command's output is recorded and sent back.
+const OUTPUT_TAIL: usize = 4 * 1024;
+
+/// One file as a prompt shows it.
+#[derive(Debug, Clone, Serialize)]
+struct FileView {
+    path: String,
+    missing: bool,
+    content: String,
+}
+
+/// What the goal check concluded.
+enum GoalResult {
+    Met,
+    Unmet(Vec<RecordedFinding>),
+    Unreadable(String),
+}
+
+/// What a panel concluded.
+enum PanelResult {
+    Pass,
+    Revise(Vec<RecordedFinding>),
+    ShortByErrors(Vec<String>),
+}
+
+#[derive(Debug, Serialize)]
+struct WriteContext<'a> {
+    stage: &'a str,
+    round: u32,
+    brief: &'a str,
+    requirements: &'a [String],
+    desc: &'a str,
+    gate: &'a str,
+    writes: &'a [String],
+    feedback: Vec<String>,
+    goal: bool,
+    reviewed: bool,
+}
+
+#[derive(Debug, Serialize)]
+struct CheckContext<'a> {
+    stage: &'a str,
+    round: u32,
+    reviewer: &'a str,
+    brief: &'a str,
+    requirements: &'a [String],
+    desc: &'a str,
+    gate: &'a str,
+    files: &'a [FileView],
+    skipped: &'a [String],
+}
+
+impl Executor<'_> {
+    fn brief_body(&self) -> &str {
+        self.workflow.brief.as_ref().map_or("", |b| b.body.as_str())
+    }
+
+    fn brief_requirements(&self) -> Vec<String> {
+        self.workflow.brief.as_ref().map(|b| b.requirements.clone()).unwrap_or_default()
+    }
+
+    /// A builder stage: build → goal check → reviews → route, round by round.
+    pub(crate) async fn build_stage(
+        &mut self,
+        stage: &Stage,
+        build: &BuildStage,
+        incoming: Vec<RecordedFinding>,
+    ) -> Result<StageEnd, RunError> {
+        let max_rounds = build.refine.max_rounds();
+        let mut feedback = incoming;
+        loop {
+            let Some(round) = self.next_round(&stage.name, max_rounds) else {
+                self.report(&stage.name).status = Status::Fail;
+                return Ok(StageEnd::Fail(out_of_rounds(&stage.name, max_rounds, &feedback)));
+            };
+            self.journal.emit(Event::StageStart(StageStart { stage: stage.name.clone(), round }))?;
+
+            // 1. Build.
+            let requirements = self.brief_requirements();
+            let context = WriteContext {
+                stage: &stage.name,
+                round,
+                brief: self.brief_body(),
+                requirements: &requirements,
+                desc: build.desc.as_deref().unwrap_or_default(),
+                gate: build.gate.as_deref().unwrap_or_default(),
+                writes: &build.writes,
+                feedback: feedback.iter().map(feedback_line).collect(),
+                goal: build.goal.is_some(),
+                reviewed: build.review.is_some(),
+            };
+            let prompt = self.prompts.render(RequestKind::Write, &context)?;
+            let target = Target {
+                stage: stage.name.clone(),
+                round,
+                seat: build.builder.clone(),
+                kind: RequestKind::Write,
+                writes: build.writes.clone(),
+            };
+            let asked = self.ask_one(target, |note| Ok(with_note(&prompt, note)), |_| Ok(())).await?;
+            if let Asked::GaveUp(last, _) = asked {
+                let reason = format!("the builder `{}` failed twice: {last}", build.builder);
+                self.decide(&stage.name, round, Status::Error, &reason);
+                return Ok(StageEnd::Pause {
+                    status: Status::Error,
+                    reason,
+                    waiting_for: format!("seat {}", build.builder),
+                });
+            }
+            let workspace = self.workspace.clone();
+            let done = self.journal.build_done(&stage.name, round, || {
+                observe_build(&workspace, &stage.name, round, &build.writes)
+            })?;
+            let files = self.file_views(&build.writes);
+
+            // 2. Goal check: every round, also when a file is missing.
+            let mut decision = format!("built {}", list_or_none(done.files.keys()));
+            if let Some(goal) = &build.goal {
+                match self.goal_check(stage, round, build, goal, &files).await? {
+                    GoalResult::Met => decision.push_str("; goal check: every requirement met"),
+                    GoalResult::Unmet(unmet) => {
+                        let line =
+                            format!("{decision}; goal check: {} unmet, back to the builder", unmet.len());
+                        self.decide(&stage.name, round, Status::Fail, &line);
+                        feedback = unmet;
+                        continue;
+                    }
+                    GoalResult::Unreadable(last) => {
+                        let reason = format!("the goal check `{goal}` sent no readable reply twice: {last}");
+                        self.decide(&stage.name, round, Status::Paused, &reason);
+                        return Ok(StageEnd::Pause {
+                            status: Status::Paused,
+                            reason,
+                            waiting_for: "readable goal check".to_owned(),
+                        });
+                    }
+                }
+            }
+
+            // Missing files go back before any reviewer sees incomplete work.
+            if !done.missing.is_empty() {
+                let line = format!("{decision}; missing {}, back to the builder", done.missing.join(", "));
+                self.decide(&stage.name, round, Status::Fail, &line);
+                feedback = done.missing.iter().map(|f| missing_finding(&stage.name, f)).collect();
+                continue;
+            }
+
+            // 3. Reviews.
+            let Some(panel) = &build.review else {
+                self.decide(&stage.name, round, Status::Pass, &decision);
+                return Ok(StageEnd::Pass);
+            };
+            match self.review(&stage.name, round, panel, &files).await? {
+                PanelResult::Pass => {
+                    let _ =
+                        write!(decision, "; review: {} of {} needed passed", panel.agree, panel.seats.len());
+                    self.decide(&stage.name, round, Status::Pass, &decision);
+                    return Ok(StageEnd::Pass);
+                }
+                PanelResult::Revise(findings) => {
+                    let line = format!(
+                        "{decision}; review: revise, {} finding(s) back to the builder",
+                        findings.len()
+                    );
+                    self.decide(&stage.name, round, Status::Fail, &line);
+                    feedback = findings;
+                }
+                PanelResult::ShortByErrors(failed) => {
+                    let reason = format!(
+                        "the panel fell short of {} acceptance(s) only because {} sent no usable decision",
+                        panel.agree,
+                        failed.join(", ")
+                    );
+                    self.decide(&stage.name, round, Status::Paused, &reason);
+                    return Ok(StageEnd::Pause {
+                        status: Status::Paused,
+                        reason,
+                        waiting_for: "reviewers".to_owned(),
+                    });
+                }
+            }
+        }
+    }
+
+    /// Records one round's decision line in the stage's report.
+    fn decide(&mut self, stage: &str, round: u32, status: Status, line: &str) {
+        let report = self.report(stage);
+        report.status = status;
+        report.decisions.push(format!("round {round}: {line}"));
+    }
+
+    /// The goal check (SPEC 4 step 2).
+    async fn goal_check(
+        &mut self,
+        stage: &Stage,
+        round: u32,
+        build: &BuildStage,
+        seat: &str,
+        files: &[FileView],
+    ) -> Result<GoalResult, RunError> {
+        let requirements = self.brief_requirements();
+        let context = CheckContext {
+            stage: &stage.name,
+            round,
+            reviewer: seat,
+            brief: self.brief_body(),
+            requirements: &requirements,
+            desc: build.desc.as_deref().unwrap_or_default(),
+            gate: build.gate.as_deref().unwrap_or_default(),
+            files,
+            skipped: &[],
+        };
+        let prompt = self.prompts.render(RequestKind::Goal, &context)?;
+        let target = Target {
+            stage: stage.name.clone(),
+            round,
+            seat: seat.to_owned(),
+            kind: RequestKind::Goal,
+            writes: Vec::new(),
+        };
+        let parse = |text: &str| read_goal(text, &requirements);
+        match self.ask_one(target, |note| Ok(with_note(&prompt, note)), parse).await? {
+            Asked::GaveUp(last, _) => Ok(GoalResult::Unreadable(last)),
+            Asked::Answer(reply, _) => {
+                self.journal.emit(Event::GoalCheck(GoalCheck {
+                    stage: stage.name.clone(),
+                    round,
+                    requirements: reply.requirements.clone(),
+                }))?;
+                let lines = reply
+                    .requirements
+                    .iter()
+                    .map(|r| format!("{}: {} ({})", r.verdict.as_str(), r.requirement, r.evidence))
+                    .collect();
+                self.report(&stage.name).goal_checks.push(crate::RoundLines { round, lines });
+                let unmet: Vec<RecordedFinding> = reply
+                    .requirements
+                    .iter()
+                    .filter(|r| r.verdict == Verdict::Unmet)
+                    .enumerate()
+                    .map(|(i, r)| RecordedFinding {
+                        id: format!("goal.{}", i + 1),
+                        severity: Severity::Block,
+                        evidence: format!("Requirement not met: {}. {}", r.requirement, r.evidence),
+                        fix: None,
+                        raised_by: vec![seat.to_owned()],
+                    })
+                    .collect();
+                Ok(if unmet.is_empty() { GoalResult::Met } else { GoalResult::Unmet(unmet) })
+            }
+        }
+    }
+
+    /// A threshold panel (SPEC 4.1's pass rule): reviewers read at the same
+    /// time; `agree` acceptances pass it.
+    async fn review(
+        &mut self,
+        stage: &str,
+        round: u32,
+        panel: &Panel,
+        files: &[FileView],
+    ) -> Result<PanelResult, RunError> {
+        let requirements = self.brief_requirements();
+        let names: Vec<String> = (1..=panel.seats.len()).map(|i| format!("{stage}-{i}")).collect();
+        let mut prompts = Vec::new();
+        for name in &names {
+            let context = CheckContext {
+                stage,
+                round,
+                reviewer: name,
+                brief: self.brief_body(),
+                requirements: &requirements,
+                desc: "",
+                gate: "",
+                files,
+                skipped: &[],
+            };
+            prompts.push(self.prompts.render(RequestKind::Review, &context)?);
+        }
+        let targets = panel
+            .seats
+            .iter()
+            .map(|seat| Target {
+                stage: stage.to_owned(),
+                round,
+                seat: seat.clone(),
+                kind: RequestKind::Review,
+                writes: Vec::new(),
+            })
+            .collect();
+        let parse = |text: &str| ReviewReply::parse(text).map_err(|e| e.note());
+        let answers = self.ask_many(targets, |i, note| Ok(with_note(&prompts[i], note)), parse).await?;
+
+        let mut passed = 0usize;
+        let mut revised = Vec::new();
+        let mut failed = Vec::new();
+        let mut lines = Vec::new();
+        for (name, asked) in names.iter().zip(answers) {
+            let (decision, findings, attempt) = match asked {
+                Asked::Answer(reply, attempt) => {
+                    let findings: Vec<RecordedFinding> = reply
+                        .findings
+                        .iter()
+                        .enumerate()
+                        .map(|(i, f)| RecordedFinding {
+                            id: format!("{name}.{}", i + 1),
+                            severity: f.severity_or_default(reply.decision),
+                            evidence: f.evidence.clone(),
+                            fix: f.fix.clone(),
+                            raised_by: vec![name.clone()],
+                        })
+                        .collect();
+                    match reply.decision {
+                        Decision::Pass => {
+                            passed += 1;
+                            (ReviewOutcome::Pass, findings, attempt)
+                        }
+                        Decision::Revise => {
+                            revised.extend(findings.iter().cloned());
+                            (ReviewOutcome::Revise, findings, attempt)
+                        }
+                    }
+                }
+                Asked::GaveUp(last, attempt) => {
+                    failed.push(name.clone());
+                    lines.push(format!("{name} engine error: {}", first_sentence(&last)));
+                    (ReviewOutcome::Error, Vec::new(), attempt)
+                }
+            };
+            if decision != ReviewOutcome::Error {
+                let word = if decision == ReviewOutcome::Pass { "pass" } else { "revise" };
+                let mut line = format!("{name} {word}");
+                for finding in &findings {
+                    let _ = write!(line, "; {} {}", finding.severity.as_str(), finding.evidence);
+                }
+                lines.push(line);
+            }
+            self.journal.emit(Event::ReviewDecision(ReviewDecision {
+                stage: stage.to_owned(),
+                round,
+                reviewer: name.clone(),
+                decision,
+                findings,
+                attempt,
+            }))?;
+        }
+        self.report(stage).reviews.push(crate::RoundLines { round, lines });
+        Ok(if passed >= panel.agree {
+            PanelResult::Pass
+        } else if revised.is_empty() && !failed.is_empty() {
+            PanelResult::ShortByErrors(failed)
+        } else {
+            PanelResult::Revise(revised)
+        })
+    }
+
+    /// A `panel` stage: reviewers judge every file written so far.
+    pub(crate) async fn panel_stage(
+        &mut self,
+        stage: &Stage,
+        panel: &PanelStage,
+    ) -> Result<StageEnd, RunError> {
+        let Some(round) = self.next_round(&stage.name, u32::MAX) else {
+            return Ok(StageEnd::Fail(format!("stage `{}` ran out of rounds", stage.name)));
+        };
+        self.journal.emit(Event::StageStart(StageStart { stage: stage.name.clone(), round }))?;
+        let written = self.files_written_before(&stage.name);
+        let files = self.file_views(&written);
+        match self.review(&stage.name, round, &panel.panel, &files).await? {
+            PanelResult::Pass => {
+                let line =
+                    format!("review: at least {} of {} passed", panel.panel.agree, panel.panel.seats.len());
+                self.decide(&stage.name, round, Status::Pass, &line);
+                Ok(StageEnd::Pass)
+            }
+            PanelResult::Revise(findings) => {
+                let line = format!("review: revise, {} finding(s)", findings.len());
+                self.decide(&stage.name, round, Status::Fail, &line);
+                Ok(Self::send_back_or_fail(
+                    stage,
+                    round,
+                    panel.sends_back_to.as_deref(),
+                    "the panel asked for a revision",
+                    findings,
+                ))
+            }
+            PanelResult::ShortByErrors(failed) => {
+                let reason = format!(
+                    "the panel fell short of {} acceptance(s) only because {} sent no usable decision",
+                    panel.panel.agree,
+                    failed.join(", ")
+                );
+                self.decide(&stage.name, round, Status::Paused, &reason);
+                Ok(StageEnd::Pause { status: Status::Paused, reason, waiting_for: "reviewers".to_owned() })
+            }
+        }
+    }
+
+    /// A `run` stage: the command is the gate.
+    pub(crate) async fn run_stage(&mut self, stage: &Stage, run: &RunStage) -> Result<StageEnd, RunError> {
+        let Some(round) = self.next_round(&stage.name, u32::MAX) else {
+            return Ok(StageEnd::Fail(format!("stage `{}` ran out of rounds", stage.name)));
+        };
+        self.journal.emit(Event::StageStart(StageStart { stage: stage.name.clone(), round }))?;
+        let workspace = self.workspace.clone();
+        let check = self
+            .journal
+            .check_run(&stage.name, round, || run_command(&workspace, &stage.name, round, run))
+            .await?;
+        let command = command_text(&run.command);
+        let passed = check.exit == Some(0) && !check.timed_out;
+        let result = if check.timed_out {
+            format!("timed out after {}", crate::exec::humanize(run.timeout))
+        } else {
+            check.exit.map_or_else(|| "was killed".to_owned(), |code| format!("exited {code}"))
+        };
+        if passed {
+            self.decide(&stage.name, round, Status::Pass, &format!("`{command}` {result}"));
+            return Ok(StageEnd::Pass);
+        }
+        self.decide(&stage.name, round, Status::Fail, &format!("`{command}` {result}"));
+        let finding = RecordedFinding {
+            id: format!("{}.1", stage.name),
+            severity: Severity::Block,
+            evidence: format!("`{command}` {result}. Its output ends:\n{}", check.output_tail),
+            fix: None,
+            raised_by: vec![stage.name.clone()],
+        };
+        let reason = format!("`{command}` {result}");
+        Ok(Self::send_back_or_fail(stage, round, run.sends_back_to.as_deref(), &reason, vec![finding]))
+    }
+
+    fn send_back_or_fail(
+        stage: &Stage,
+        round: u32,
+        to: Option<&str>,
+        reason: &str,
+        findings: Vec<RecordedFinding>,
+    ) -> StageEnd {
+        if let Some(to) = to {
+            return StageEnd::SendBack {
+                to: to.to_owned(),
+                round,
+                reason: format!("stage `{}`: {reason}", stage.name),
+                findings,
+            };
+        }
+        let listed: Vec<String> = findings.iter().map(feedback_line).collect();
+        StageEnd::Fail(format!("stage `{}` failed: {reason}; {}", stage.name, listed.join(" | ")))
+    }
+
+    /// The files the builder stages before `stage` write, in stage order.
+    fn files_written_before(&self, stage: &str) -> Vec<String> {
+        let mut files: Vec<String> = Vec::new();
+        for s in &self.workflow.stages {
+            if s.name == stage {
+                break;
+            }
+            if let crate::workflow::StageKind::Build(build) = &s.kind {
+                for file in &build.writes {
+                    if !files.contains(file) {
+                        files.push(file.clone());
+                    }
+                }
+            }
+        }
+        files
+    }
+
+    /// The files as a read-only seat's prompt shows them.
+    fn file_views(&self, files: &[String]) -> Vec<FileView> {
+        files
+            .iter()
+            .map(|path| match std::fs::read(self.workspace.join(path)) {
+                Ok(bytes) => {
+                    let mut content =
+                        String::from_utf8_lossy(&bytes[..bytes.len().min(FILE_LIMIT)]).into_owned();
+                    if bytes.len() > FILE_LIMIT {
+                        let _ = write!(content, "\n… ({} more bytes not shown)", bytes.len() - FILE_LIMIT);
+                    }
+                    FileView { path: path.clone(), missing: false, content }
+                }
+                Err(_) => FileView { path: path.clone(), missing: true, content: String::new() },
+            })
+            .collect()
+    }
+}
+
+/// Reads a goal check reply, and insists on a verdict for every requirement
+/// the brief lists.
+fn read_goal(text: &str, required: &[String]) -> Result<GoalReply, String> {
+    let reply = GoalReply::parse(text).map_err(|e| e.note())?;
+    let normal = |s: &str| s.trim().trim_end_matches('.').to_lowercase();
+    let answered: Vec<String> = reply.requirements.iter().map(|r| normal(&r.requirement)).collect();
+    let missing: Vec<&String> = required.iter().filter(|r| !answered.contains(&normal(r))).collect();
+    if missing.is_empty() {
+        return Ok(reply);
+    }
+    let listed: Vec<String> = missing.iter().map(|r| format!("\"{r}\"")).collect();
+    Err(format!(
+        "Your reply has no verdict for {}. Give one entry per requirement of the brief, with the requirement's text as written. Reply with one JSON object of this shape: {}",
+        listed.join(", "),
+        GoalReply::SHAPE
+    ))
+}
+
+fn missing_finding(stage: &str, file: &str) -> RecordedFinding {
+    RecordedFinding {
+        id: format!("{stage}.missing"),
+        severity: Severity::Block,
+        evidence: format!("`{file}` is missing: write it; it is one of the files this stage must produce."),
+        fix: None,
+        raised_by: vec!["gavel".to_owned()],
+    }
+}
+
+/// One feedback item as the builder reads it.
+fn feedback_line(finding: &RecordedFinding) -> String {
+    let mut line = format!("[{}] {}", finding.severity.as_str(), finding.evidence);
+    if let Some(fix) = &finding.fix {
+        let _ = write!(line, " Fix: {fix}");
+    }
+    line
+}
+
+fn out_of_rounds(stage: &str, max: u32, findings: &[RecordedFinding]) -> String {
+    let listed: Vec<String> = findings.iter().map(feedback_line).collect();
+    format!(
+        "stage `{stage}` used its {max} round{} and the work is still not accepted; the last findings: {}",
+        if max == 1 { "" } else { "s" },
+        if listed.is_empty() { "none".to_owned() } else { listed.join(" | ") }
+    )
+}
+
+fn first_sentence(text: &str) -> &str {
+    text.split_once(". ").map_or(text, |(first, _)| first)
+}
+
+fn list_or_none<'a>(items: impl Iterator<Item = &'a String>) -> String {
+    let items: Vec<&str> = items.map(String::as_str).collect();
+    if items.is_empty() { "nothing".to_owned() } else { items.join(", ") }
+}
+
+/// Looks at the files a stage writes: each one's SHA-256, or missing.
+pub(crate) fn observe_build(workspace: &Path, stage: &str, round: u32, writes: &[String]) -> BuildDone {
+    let mut done = BuildDone { stage: stage.to_owned(), round, files: BTreeMap::new(), missing: Vec::new() };
+    for file in writes {
+        match std::fs::read(workspace.join(file)) {
+            Ok(bytes) => {
+                done.files.insert(file.clone(), hex::encode(Sha256::digest(&bytes)));
+            }
+            Err(_) => done.missing.push(file.clone()),
+        }
+    }
+    done
+}
+
+fn command_text(command: &CommandSpec) -> String {
+    match command {
+        CommandSpec::Argv(argv) => argv.join(" "),
+        CommandSpec::Shell(line) => line.clone(),
+    }
+}
+
+/// Runs a stage's command in the workspace and describes how it went.
+async fn run_command(workspace: &Path, stage: &str, round: u32, run: &RunStage) -> CheckRun {
+    let (spec, argv, shell) = match &run.command {
+        CommandSpec::Argv(argv) => {
+            let spec = SpawnSpec::new(&argv[0], workspace).args(&argv[1..]);
+            (spec, Some(argv.clone()), None)
+        }
+        CommandSpec::Shell(line) => (SpawnSpec::shell(line, workspace), None, Some(line.clone())),
+    };
+    let started = std::time::Instant::now();
+    let finished = gavel_process::run(spec.timeout(run.timeout)).await;
+    let ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    let (exit, timed_out, output_tail) = match finished {
+        Ok(done) => {
+            let exit = match done.outcome {
+                ProcessOutcome::Exited(code) => Some(code),
+                ProcessOutcome::Signaled(_) | ProcessOutcome::TimedOut { .. } => None,
+            };
+            let timed_out = matches!(done.outcome, ProcessOutcome::TimedOut { .. });
+            let mut tail = done.stdout.tail_text(OUTPUT_TAIL);
+            let err = done.stderr.tail_text(OUTPUT_TAIL);
+            if !err.trim().is_empty() {
+                if !tail.is_empty() && !tail.ends_with('\n') {
+                    tail.push('\n');
+                }
+                tail.push_str(&err);
+            }
+            (exit, timed_out, tail)
+        }
+        Err(err) => (None, false, format!("could not start: {err}")),
+    };
+    CheckRun { stage: stage.to_owned(), round, argv, shell, exit, timed_out, ms, output_tail }
+}
