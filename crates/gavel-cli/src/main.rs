@@ -289,6 +289,10 @@ impl Observer for render::Progress<'_> {
         self.event(envelope);
     }
 
+    fn on_seat_start(&self, key: &gavel_record::event::SeatKey) {
+        self.seat_start(key);
+    }
+
     fn on_warning(&self, message: &str) {
         self.warning(message);
     }

@@ -4,10 +4,15 @@
 
 use std::fmt::Write as _;
 use std::io::Write as _;
-use std::time::Instant;
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use gavel_domain::Located;
-use gavel_record::Envelope;
+use gavel_domain::Usage;
+use gavel_record::event::SeatKey;
+use gavel_record::{Envelope, Event};
+use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 use gavel_runtime::{Outcome, RunError, Status};
 use miette::{Diagnostic, GraphicalReportHandler, GraphicalTheme, LabeledSpan, NamedSource, SourceCode};
 
@@ -18,13 +23,15 @@ use crate::describe;
 pub struct Style {
     quiet: bool,
     color: bool,
+    terminal: bool,
 }
 
 impl Style {
     /// From the environment: colour only on a terminal without `NO_COLOR`.
     pub fn detect(quiet: bool) -> Self {
         let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
-        Self { quiet, color: crate::stderr_is_terminal() && !no_color }
+        let terminal = crate::stderr_is_terminal();
+        Self { quiet, color: terminal && !no_color, terminal }
     }
 
     fn paint(&self, code: &str, text: &str) -> String {
@@ -114,34 +121,110 @@ impl Style {
     }
 }
 
-/// Live progress: one plain line per event on stderr.
+/// Live progress while a run works: one line per recorded event, with the
+/// tokens and cost so far; on a terminal, a spinner per seat at work showing
+/// its stage, round, request kind and elapsed time.
 #[derive(Debug)]
 pub struct Progress<'s> {
     style: &'s Style,
     started: Instant,
+    state: Mutex<ProgressState>,
+}
+
+#[derive(Debug, Default)]
+struct ProgressState {
+    usage: Usage,
+    /// Spinners of the seats at work, by `stage/round/seat/kind/attempt`.
+    spinners: HashMap<String, ProgressBar>,
+    multi: Option<MultiProgress>,
 }
 
 impl<'s> Progress<'s> {
-    /// Progress in `style`.
+    /// Progress in `style`: spinners only when stderr is a terminal.
     pub fn new(style: &'s Style) -> Self {
-        Self { style, started: Instant::now() }
+        let multi = (!style.quiet && style.terminal).then(MultiProgress::new);
+        Self { style, started: Instant::now(), state: Mutex::new(ProgressState { multi, ..ProgressState::default() }) }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, ProgressState> {
+        self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// An event was recorded.
     pub fn event(&self, envelope: &Envelope) {
+        let mut state = self.lock();
+        let key = match &envelope.event {
+            Event::SeatReply(reply) => {
+                state.usage.add(reply.usage);
+                Some(spinner_key(&reply.key))
+            }
+            Event::SeatError(error) => Some(spinner_key(&error.key)),
+            _ => None,
+        };
+        if let Some(spinner) = key.and_then(|k| state.spinners.remove(&k)) {
+            spinner.finish_and_clear();
+        }
+        if self.style.quiet {
+            return;
+        }
         let elapsed = self.started.elapsed().as_secs_f64();
-        self.style.note(&format!(
+        let mut line = format!(
             "{} {:<16} {}",
             self.style.paint("2", &format!("[{elapsed:>6.1}s]")),
             envelope.event.kind(),
             describe::what(&envelope.event)
+        );
+        if matches!(envelope.event, Event::SeatReply(_)) {
+            let _ = write!(line, " {}", self.style.paint("2", &format!("· so far {}", describe::usage_text(state.usage))));
+        }
+        match &state.multi {
+            Some(multi) => {
+                let _ = multi.println(line);
+            }
+            None => say(&line),
+        }
+    }
+
+    /// A seat starts working: on a terminal, a spinner until it answers.
+    pub fn seat_start(&self, key: &SeatKey) {
+        let mut state = self.lock();
+        let Some(multi) = state.multi.clone() else { return };
+        let spinner = multi.add(ProgressBar::new_spinner());
+        let template = if self.style.color {
+            "{spinner:.cyan} {msg} {elapsed:.dim}"
+        } else {
+            "{spinner} {msg} {elapsed}"
+        };
+        if let Ok(style) = ProgressStyle::with_template(template) {
+            spinner.set_style(style);
+        }
+        spinner.set_message(format!(
+            "{} r{} · {} ← {} (attempt {}) · so far {}",
+            key.stage,
+            key.round,
+            key.seat,
+            key.request,
+            key.attempt,
+            describe::usage_text(state.usage)
         ));
+        spinner.enable_steady_tick(Duration::from_millis(120));
+        state.spinners.insert(spinner_key(key), spinner);
     }
 
     /// A warning.
     pub fn warning(&self, message: &str) {
-        self.style.warning(message);
+        let state = self.lock();
+        match &state.multi {
+            Some(multi) => {
+                multi.suspend(|| self.style.warning(message));
+            }
+            None => self.style.warning(message),
+        }
     }
+}
+
+fn spinner_key(key: &SeatKey) -> String {
+    format!("{}/{}/{}/{}/{}", key.stage, key.round, key.seat, key.request, key.attempt)
 }
 
 /// A located error as a miette diagnostic.

@@ -341,7 +341,7 @@ impl<'o> Executor<'o> {
             for (idx, key, prompt, turn, writes) in live {
                 self.journal
                     .record_request(SeatRequest { key: key.clone(), prompt_sha256: prompt.sha256.clone() })?;
-                self.observer.on_seat_start(&key.stage, key.round, &key.seat, key.request);
+                self.observer.on_seat_start(&key);
                 let Some(entry) = self.workflow.seat(&key.seat) else {
                     let error = format!("no seat named `{}`", key.seat);
                     let recorded = self.journal.record_result(SeatResult::Error(SeatError {

@@ -31,8 +31,9 @@ pub use workflow::Workflow;
 pub trait Observer: Send + Sync {
     /// An event was appended to the record.
     fn on_event(&self, envelope: &Envelope);
-    /// A seat request starts (live, not replayed).
-    fn on_seat_start(&self, _stage: &str, _round: u32, _seat: &str, _kind: gavel_domain::RequestKind) {}
+    /// A seat request starts (live, not replayed); its result arrives as a
+    /// `seat:reply` or `seat:error` event with the same key.
+    fn on_seat_start(&self, _key: &gavel_record::event::SeatKey) {}
     /// Something the person should know that is not an event (a torn line cut).
     fn on_warning(&self, _message: &str) {}
 }
