@@ -99,11 +99,11 @@ mod tests {
         let src = "a = 1\nnäme = \"x\"\n";
         assert_eq!(line_column(src, 0), (1, 1));
         assert_eq!(line_column(src, 6), (2, 1));
-        // "näme" has a two-byte character: byte 8 is the 'm' at column 3.
-        assert_eq!(line_column(src, 8), (2, 3));
+        // "näme" has a two-byte 'ä' (bytes 7 and 8): byte 9 is the 'm' at column 3.
+        assert_eq!(line_column(src, 9), (2, 3));
         assert_eq!(line_column(src, 1000), (3, 1));
         // Inside a multi-byte character: clamped back to its start.
-        assert_eq!(line_column(src, 8 - 1), (2, 2));
+        assert_eq!(line_column(src, 8), (2, 2));
     }
 
     #[test]

@@ -22,13 +22,16 @@
 //!   cut off mid-way, and ends the search with [`ReplyError::Truncated`]:
 //!   everything after it is part of it, so a complete object nested inside
 //!   (`{"findings": [{"evidence": "x"}, {"ev`) is a fragment, not the answer.
-//! - Of two objects, the first wins. Objects nest at most [`MAX_DEPTH`]
-//!   levels (below `serde_json`'s own limit); deeper JSON is refused outright
-//!   rather than read from some inner level.
+//! - Of two objects, the first wins, even when the first is prose: `{}` in
+//!   "empty blocks `{}` are fine" is a JSON object, and the protocol layer
+//!   then asks once more, naming what the object lacks.
+//! - Objects nest at most [`MAX_DEPTH`] levels (below `serde_json`'s own
+//!   limit); deeper JSON is refused outright rather than read from some
+//!   inner level.
 //! - The total work is bounded: each candidate walks only as far as the text
-//!   stays valid JSON from that `{`, and a budget proportional to the text's length
-//!   stops crafted inputs ([`ReplyError::TooComplex`]). The reader never
-//!   panics.
+//!   stays valid JSON from that `{`, and a budget proportional to the text's
+//!   length stops crafted inputs ([`ReplyError::TooComplex`]). The reader
+//!   never panics.
 //!
 //! When no object is found the error says why, as a short sentence meant for
 //! the model ([`ReplyError::note`]): no `{` at all, an object that never
@@ -170,12 +173,12 @@ pub fn find_first_json_object(text: &str) -> Result<FoundObject, ReplyError> {
             }
         };
         if let Some((at, problem)) = failure {
-            let reach = walked_to - start;
+            let reach = walked_to.saturating_sub(start);
             if best_invalid.as_ref().is_none_or(|(best, _, _)| reach > *best) {
                 best_invalid = Some((reach, at, problem));
             }
         }
-        budget = budget.saturating_sub(walked_to - start + 1);
+        budget = budget.saturating_sub(walked_to.saturating_sub(start) + 1);
         if budget == 0 {
             return Err(ReplyError::TooComplex);
         }

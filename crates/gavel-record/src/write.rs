@@ -55,6 +55,12 @@ pub enum WriteError {
     },
 }
 
+/// The fault-injection hook for crash tests: with `GAVEL_CRASH_AFTER_SEQ=k`
+/// in its environment, a process kills itself with SIGKILL right after the
+/// event with `seq` k is durable, the way a power cut or `kill -9` would.
+/// Tests use it to cut a run at every record line deterministically.
+pub const CRASH_AFTER_SEQ_ENV: &str = "GAVEL_CRASH_AFTER_SEQ";
+
 /// Appends events to one run's record, holding the run's lock.
 #[derive(Debug)]
 pub struct RecordWriter {
@@ -65,6 +71,7 @@ pub struct RecordWriter {
     next_seq: u64,
     durability: Durability,
     poisoned: bool,
+    crash_after: Option<u64>,
     _lock: RunLock,
 }
 
@@ -88,6 +95,7 @@ impl RecordWriter {
             next_seq: 1,
             durability,
             poisoned: false,
+            crash_after: crash_after(),
             _lock: lock,
         })
     }
@@ -116,6 +124,7 @@ impl RecordWriter {
             next_seq: recording.events.last().map_or(1, |e| e.seq + 1),
             durability,
             poisoned: false,
+            crash_after: crash_after(),
             _lock: lock,
         })
     }
@@ -154,6 +163,9 @@ impl RecordWriter {
         }
         self.len += line.len() as u64;
         self.next_seq += 1;
+        if self.crash_after == Some(envelope.seq) {
+            let _ = nix::sys::signal::raise(nix::sys::signal::Signal::SIGKILL);
+        }
         Ok(envelope)
     }
 
@@ -164,6 +176,10 @@ impl RecordWriter {
         }
         Ok(())
     }
+}
+
+fn crash_after() -> Option<u64> {
+    std::env::var(CRASH_AFTER_SEQ_ENV).ok().and_then(|v| v.trim().parse().ok())
 }
 
 fn open_append(path: &Path) -> Result<File, WriteError> {
