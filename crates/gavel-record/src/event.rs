@@ -146,6 +146,9 @@ pub struct RunStart {
     /// The gavel version that started the run.
     #[serde(default)]
     pub gavel: String,
+    /// Stages that opted out of the diversity rule (`allow_same_family`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allow_same_family: Vec<String>,
 }
 
 /// `stage:start`.

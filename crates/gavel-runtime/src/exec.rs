@@ -71,6 +71,12 @@ pub async fn start(request: StartRequest, observer: &dyn Observer) -> Result<Out
         digest: workflow.digest.clone(),
         workspace: workspace.display().to_string(),
         gavel: env!("CARGO_PKG_VERSION").to_owned(),
+        allow_same_family: workflow
+            .stages
+            .iter()
+            .filter(|s| s.allow_same_family)
+            .map(|s| s.name.clone())
+            .collect(),
     }))?;
     Executor::new(workflow, workspace, run_id, journal, observer).run().await
 }

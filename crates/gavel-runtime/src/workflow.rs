@@ -743,7 +743,82 @@ impl Compiler<'_> {
             ));
         };
         self.misplaced_keys(raw, &kind)?;
-        Ok(Stage { name, kind, allow_same_family: raw.allow_same_family.unwrap_or(false) })
+        let allow_same_family = raw.allow_same_family.unwrap_or(false);
+        if !allow_same_family {
+            self.diversity(raw, &name, &kind, before, resolver)?;
+        }
+        Ok(Stage { name, kind, allow_same_family })
+    }
+
+    /// The diversity rule (SPEC 4.3): a reviewer never shares a family with
+    /// the seat whose work it reviews, two reviewers of one panel never
+    /// share one, and the goal check never shares the builder's.
+    fn diversity(
+        &self,
+        raw: &FileStage,
+        name: &str,
+        kind: &StageKind,
+        before: &[Stage],
+        resolver: &Resolver<'_>,
+    ) -> Result<(), Box<Located>> {
+        let family =
+            |seat: &str| resolver.seats.get(seat).map(|e| e.family.as_str().to_owned()).unwrap_or_default();
+        let hint = "choose a seat from another model family, or set `allow_same_family = true` on the stage (the run records it)";
+        let (builders, panel, panel_span): (Vec<String>, Option<&Panel>, Range<usize>) = match kind {
+            StageKind::Build(build) => {
+                if let (Some(goal), Some(span)) = (&build.goal, raw.goal.as_ref().map(Spanned::span))
+                    && family(goal) == family(&build.builder)
+                {
+                    return Err(self.err(
+                        span,
+                        format!(
+                            "stage `{name}`: the goal check `{goal}` and the builder `{}` are both of family {}; the check would not be a second opinion",
+                            build.builder,
+                            family(goal)
+                        ),
+                        hint,
+                    ));
+                }
+                let span = raw.reviewed_by.as_ref().map_or(0..0, Spanned::span);
+                (vec![build.builder.clone()], build.review.as_ref(), span)
+            }
+            StageKind::Panel(panel) => {
+                let builders = before
+                    .iter()
+                    .filter_map(|s| match &s.kind {
+                        StageKind::Build(b) => Some(b.builder.clone()),
+                        _ => None,
+                    })
+                    .collect();
+                let span = raw.panel.as_ref().map_or(0..0, Spanned::span);
+                (builders, Some(&panel.panel), span)
+            }
+            StageKind::Run(_) | StageKind::Approve { .. } => return Ok(()),
+        };
+        let Some(panel) = panel else { return Ok(()) };
+        for (i, reviewer) in panel.seats.iter().enumerate() {
+            if let Some(builder) = builders.iter().find(|b| family(b) == family(reviewer)) {
+                return Err(self.err(
+                    panel_span,
+                    format!(
+                        "stage `{name}`: reviewer `{reviewer}` and the builder `{builder}` are both of family {}; a reviewer must not share a family with the seat whose work it reviews",
+                        family(reviewer)
+                    ),
+                    hint,
+                ));
+            }
+            if let Some(other) = panel.seats[..i].iter().find(|o| family(o) == family(reviewer)) {
+                return Err(self.err(
+                    panel_span,
+                    format!(
+                        "stage `{name}`: reviewers `{other}` and `{reviewer}` are both of family {}; two reviewers of one family are one opinion counted twice",
+                        family(reviewer)
+                    ),
+                    hint,
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// Keys that do not belong to the stage's kind are errors, not silently ignored.

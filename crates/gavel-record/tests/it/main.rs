@@ -29,6 +29,7 @@ fn sample_events() -> Vec<Event> {
             digest: "ab".repeat(32),
             workspace: "/w".into(),
             gavel: "0.1.0".into(),
+            allow_same_family: vec![],
         }),
         Event::StageStart(StageStart { stage: "write".into(), round: 1 }),
         Event::SeatRequest(SeatRequest { key: key(1), prompt_sha256: "cd".repeat(32) }),
