@@ -196,13 +196,10 @@ fn locate(run: &RunRef) -> Result<PathBuf, RunError> {
     Ok(std::path::absolute(&record).unwrap_or(record))
 }
 
-/// Whether another process works on the run now: a running run holds its
-/// lock; an interrupted one does not.
+/// Whether another process works on the run now: a running run's lock
+/// names a live gavel process; an interrupted one's does not.
 fn held_by_another(record: &Path) -> Option<String> {
-    match gavel_record::RunLock::acquire(record) {
-        Err(gavel_record::LockError::Held { holder, .. }) => Some(holder.trim().to_owned()),
-        _ => None,
-    }
+    gavel_record::RunLock::holder(record).map(|pid| format!("(pid {pid})"))
 }
 
 fn status(args: &StatusArgs, style: &Style) -> Result<i32, RunError> {

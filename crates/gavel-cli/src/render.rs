@@ -2,9 +2,9 @@
 //! (with file, line, column and a snippet), and the end-of-run summary.
 //! `NO_COLOR` and a non-terminal stderr turn colour off; `-q` silences progress.
 
+use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::io::Write as _;
-use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -12,8 +12,8 @@ use gavel_domain::Located;
 use gavel_domain::Usage;
 use gavel_record::event::SeatKey;
 use gavel_record::{Envelope, Event};
-use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 use gavel_runtime::{Outcome, RunError, Status};
+use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 use miette::{Diagnostic, GraphicalReportHandler, GraphicalTheme, LabeledSpan, NamedSource, SourceCode};
 
 use crate::describe;
@@ -143,7 +143,11 @@ impl<'s> Progress<'s> {
     /// Progress in `style`: spinners only when stderr is a terminal.
     pub fn new(style: &'s Style) -> Self {
         let multi = (!style.quiet && style.terminal).then(MultiProgress::new);
-        Self { style, started: Instant::now(), state: Mutex::new(ProgressState { multi, ..ProgressState::default() }) }
+        Self {
+            style,
+            started: Instant::now(),
+            state: Mutex::new(ProgressState { multi, ..ProgressState::default() }),
+        }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, ProgressState> {
@@ -175,7 +179,11 @@ impl<'s> Progress<'s> {
             describe::what(&envelope.event)
         );
         if matches!(envelope.event, Event::SeatReply(_)) {
-            let _ = write!(line, " {}", self.style.paint("2", &format!("· so far {}", describe::usage_text(state.usage))));
+            let _ = write!(
+                line,
+                " {}",
+                self.style.paint("2", &format!("· so far {}", describe::usage_text(state.usage)))
+            );
         }
         match &state.multi {
             Some(multi) => {

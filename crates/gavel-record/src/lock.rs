@@ -49,6 +49,16 @@ impl RunLock {
         record.with_file_name(name)
     }
 
+    /// The pid of a live gavel process that holds (or last held) the run's
+    /// lock, read without touching the lock, so a look never gets in the way
+    /// of a process about to take it.
+    pub fn holder(record: &Path) -> Option<u32> {
+        let pid: u32 = std::fs::read_to_string(Self::path_for(record)).ok()?.trim().parse().ok()?;
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+        let alive = String::from_utf8_lossy(&cmdline).contains("gavel") && pid != std::process::id();
+        alive.then_some(pid)
+    }
+
     /// Takes the run's lock without waiting; a clear error if another holds it.
     pub fn acquire(record: &Path) -> Result<Self, LockError> {
         let path = Self::path_for(record);

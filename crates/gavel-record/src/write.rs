@@ -86,7 +86,14 @@ impl RecordWriter {
         let file = open_append(path)?;
         let len = file.metadata().map_err(|source| io(path, source))?.len();
         if len > 0 {
-            return Err(WriteError::Exists { path: path.to_owned() });
+            // A record whose only line was torn by a crash holds no event: the
+            // run never started, so its id may be used again.
+            let bytes = std::fs::read(path).map_err(|source| io(path, source))?;
+            let empty = crate::read::parse_record(path, &bytes).is_ok_and(|r| r.events.is_empty());
+            if !empty {
+                return Err(WriteError::Exists { path: path.to_owned() });
+            }
+            file.set_len(0).map_err(|source| io(path, source))?;
         }
         Ok(Self {
             path: path.to_owned(),

@@ -56,7 +56,7 @@ pub async fn start(request: StartRequest, observer: &dyn Observer) -> Result<Out
             workspace.display()
         )));
     }
-    let workspace = std::path::absolute(&workspace).unwrap_or(workspace);
+    let workspace = std::fs::canonicalize(&workspace).unwrap_or(workspace);
     let run_id = run_id.unwrap_or_else(|| new_run_id(&workflow.name, jiff::Timestamp::now()));
     check_run_id(&run_id).map_err(RunError::Refused)?;
     let record = record

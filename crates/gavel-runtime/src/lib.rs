@@ -149,9 +149,11 @@ impl RunError {
     /// The exit code SPEC 6 gives this error.
     pub fn exit_code(&self) -> i32 {
         match self {
-            RunError::Invalid(_) | RunError::Refused(_) | RunError::Locked(_) | RunError::Read(_) => {
-                exit::INVALID
-            }
+            RunError::Invalid(_)
+            | RunError::Refused(_)
+            | RunError::Locked(_)
+            | RunError::Read(_)
+            | RunError::Write(WriteError::Exists { .. } | WriteError::Locked(_)) => exit::INVALID,
             RunError::Write(_) | RunError::Prompt(_) => exit::INTERNAL,
         }
     }

@@ -35,6 +35,13 @@ pub fn check_run_id(id: &str) -> Result<(), String> {
 /// Finds a run's record: `run` is a record path, or a run id under
 /// `workspace/.gavel/runs`.
 pub fn locate(run: &str, workspace: &Path) -> Result<PathBuf, String> {
+    // A run id under the workspace wins over a same-named file here.
+    if check_run_id(run).is_ok() {
+        let record = default_record(workspace, run);
+        if record.is_file() {
+            return Ok(record);
+        }
+    }
     let as_path = Path::new(run);
     if as_path.is_file() {
         return Ok(as_path.to_owned());

@@ -1,0 +1,17 @@
+//! End-to-end tests of the `gavel` binary: every test runs the real command
+//! line against fixtures under `tests/fixtures` (or `examples/hello`), in
+//! temporary workspaces, offline, with scripted seats.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[macro_use]
+mod common;
+mod crash;
+
+mod happy;
+mod kill_resume;
+mod lock;
+mod malformed;
+mod outcomes;
+mod record_damage;
+mod runs;

@@ -1,0 +1,128 @@
+//! Bad workflow files: exit 2, the file, line and column of the fault, a
+//! hint, and nothing recorded. `gavel check` says the same.
+//!
+//! The faults planted in `tests/fixtures/malformed/`:
+//!
+//! | file | fault | where |
+//! | --- | --- | --- |
+//! | `syntax.toml` | `agent = writer` (an unquoted string) | 9:9 |
+//! | `unknown-key.toml` | `agnet = "writer"` | 9:1 |
+//! | `unknown-role.toml` | `agent = "ghost"` | 9:9 |
+//! | `missing-brief.toml` | `brief = "missing.md"`, no such file | 2:9 |
+//! | `bad-queue.toml` | its script seat has a `[[reveiw]]` queue | `seats/bad-queue.toml:7:3` |
+//! | `two-kinds.toml` | a stage with `agent` and `run` | 7:1 (the stage) |
+//! | `escape.toml` | `writes = ["../escape.md"]` | 10:11 |
+
+use std::path::Path;
+
+use pretty_assertions::assert_eq;
+
+use crate::common::{copy_dir, fixture, gavel_in, snapshot_settings, tempdir};
+
+/// (workflow file, the location its error must name, words the message must have)
+const CASES: [(&str, &str, &str); 7] = [
+    ("syntax.toml", "syntax.toml:9:9", "quoted"),
+    ("unknown-key.toml", "unknown-key.toml:9:1", "agnet"),
+    ("unknown-role.toml", "unknown-role.toml:9:9", "ghost"),
+    ("missing-brief.toml", "missing-brief.toml:2:9", "missing.md"),
+    ("bad-queue.toml", "bad-queue.toml:7:3", "reveiw"),
+    ("two-kinds.toml", "two-kinds.toml:7:1", "kind"),
+    ("escape.toml", "escape.toml:10:11", "../escape.md"),
+];
+
+/// A copy of the malformed fixtures and an empty workspace beside it.
+struct Setup {
+    _dir: tempfile::TempDir,
+    files: std::path::PathBuf,
+    workspace: std::path::PathBuf,
+}
+
+fn setup() -> Setup {
+    let dir = tempdir();
+    let files = dir.path().join("files");
+    copy_dir(&fixture("malformed"), &files);
+    let workspace = dir.path().join("ws");
+    std::fs::create_dir(&workspace).expect("the workspace");
+    Setup { files, workspace, _dir: dir }
+}
+
+fn is_empty(dir: &Path) -> bool {
+    std::fs::read_dir(dir).expect("read the workspace").next().is_none()
+}
+
+#[test]
+fn every_fault_is_located_hinted_and_nothing_is_recorded() {
+    let setup = setup();
+    for (file, location, words) in CASES {
+        // Relative to the working directory, as a person types it.
+        let run =
+            gavel_in(&setup.files, args!["run", file, "--workspace", setup.workspace, "--run-id", "bad"]);
+        assert_eq!(run.code, 2, "{file}: gavel run\n{}", run.stderr);
+        assert!(run.stderr.contains(location), "{file}: no `{location}` in\n{}", run.stderr);
+        assert!(run.stderr.contains(words), "{file}: no `{words}` in\n{}", run.stderr);
+        assert!(
+            run.stderr.lines().any(|l| l.trim_start().starts_with("hint:")),
+            "{file}: no `hint:` line in\n{}",
+            run.stderr
+        );
+        assert_eq!(run.stdout, "", "{file}");
+        assert!(is_empty(&setup.workspace), "{file}: something was written into the workspace");
+        assert!(!setup.files.join(".gavel").exists(), "{file}: a record was started beside the workflow");
+
+        let check = gavel_in(&setup.files, args!["check", file]);
+        assert_eq!(check.code, 2, "{file}: gavel check\n{}", check.stderr);
+        assert_eq!(check.stderr, run.stderr, "{file}: check and run report differently");
+
+        let json = gavel_in(&setup.files, args!["check", file, "--json"]);
+        assert_eq!(json.code, 2, "{file}: gavel check --json");
+        assert!(json.stderr.contains(location), "{file}: {}", json.stderr);
+    }
+}
+
+#[test]
+fn the_same_faults_are_located_with_an_absolute_path() {
+    let setup = setup();
+    for (file, location, _) in CASES {
+        let path = setup.files.join(file);
+        let run = gavel_in(&setup.workspace, args!["run", path, "--json"]);
+        assert_eq!(run.code, 2, "{file}\n{}", run.stderr);
+        assert!(run.stderr.contains(location), "{file}: no `{location}` in\n{}", run.stderr);
+        assert_eq!(run.stdout, "", "{file}: --json prints nothing on an invalid file");
+        assert!(is_empty(&setup.workspace), "{file}: something was written into the workspace");
+    }
+}
+
+#[test]
+fn a_missing_workflow_file_is_invalid_input() {
+    let setup = setup();
+    let out = gavel_in(&setup.files, args!["run", "nope.toml", "--workspace", setup.workspace]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(out.stderr.contains("nope.toml"), "{}", out.stderr);
+    assert!(is_empty(&setup.workspace));
+    let out = gavel_in(&setup.files, args!["check", "nope.toml"]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+}
+
+#[test]
+fn bad_flags_are_invalid_input() {
+    let setup = setup();
+    for args in [args!["run"], args!["run", "w.toml", "--frobnicate"], args!["status"], args!["explode"]] {
+        let out = gavel_in(&setup.files, args.clone());
+        assert_eq!(out.code, 2, "{args:?}: {}", out.stderr);
+    }
+    let help = gavel_in(&setup.files, args!["--help"]);
+    assert_eq!(help.code, 0);
+}
+
+#[test]
+fn error_messages_read_well() {
+    let setup = setup();
+    let settings = snapshot_settings(&[(&setup.files, "[FILES]"), (&setup.workspace, "[WS]")]);
+    for (file, name) in
+        [("unknown-key.toml", "unknown_key"), ("bad-queue.toml", "bad_queue"), ("escape.toml", "escape")]
+    {
+        let out = gavel_in(&setup.files, args!["check", file]);
+        assert_eq!(out.code, 2);
+        settings.bind(|| insta::assert_snapshot!(format!("malformed_{name}"), out.stderr));
+    }
+}
