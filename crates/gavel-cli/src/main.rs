@@ -4,16 +4,18 @@
 //! It holds no logic another crate needs: everything it shows is a view of
 //! an outcome or of the record.
 
+mod approve;
 mod describe;
 mod render;
 
 use std::io::{IsTerminal as _, Write as _};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use clap::{Args, Parser, Subcommand};
 use gavel_record::{RunState, exit, read_record};
-use gavel_runtime::{Observer, Outcome, RunError, StartRequest, Workflow, runs};
+use gavel_runtime::{Approver, Observer, Outcome, RunError, StartRequest, Workflow, runs};
 
 use crate::render::Style;
 
@@ -38,8 +40,28 @@ enum Command {
     Status(StatusArgs),
     /// Print a run's record, one readable line per event.
     Log(LogArgs),
+    /// Approve (or reject) the exact bytes a paused approve stage asks about, then go on.
+    Approve(ApproveArgs),
     /// Validate a workflow: references, seats, scripts, brief. Runs nothing.
     Check(CheckArgs),
+}
+
+#[derive(Debug, Args)]
+struct ApproveArgs {
+    #[command(flatten)]
+    run: RunRef,
+    /// Reject instead of approving: the run fails.
+    #[arg(long)]
+    reject: bool,
+    /// Why (recorded with the decision).
+    #[arg(long, value_name = "TEXT")]
+    reason: Option<String>,
+    /// Who decides (default: the login name).
+    #[arg(long, value_name = "NAME")]
+    by: Option<String>,
+    /// Print the outcome as one JSON object on stdout.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -76,6 +98,9 @@ struct RunRef {
 struct ResumeArgs {
     #[command(flatten)]
     run: RunRef,
+    /// Answers for approve stages, for offline runs.
+    #[arg(long, value_name = "FILE")]
+    answers: Option<PathBuf>,
     /// Print the outcome as one JSON object on stdout.
     #[arg(long)]
     json: bool,
@@ -135,6 +160,7 @@ fn dispatch(command: Command, style: &Style) -> Result<i32, RunError> {
         Command::Resume(args) => resume(&args, style),
         Command::Status(args) => status(&args, style),
         Command::Log(args) => log(&args, style),
+        Command::Approve(args) => approve(&args, style),
         Command::Check(args) => check(&args, style),
     }
 }
@@ -152,17 +178,12 @@ fn workspace_or_cwd(dir: Option<&Path>) -> PathBuf {
 
 fn run(args: RunArgs, style: &Style) -> Result<i32, RunError> {
     let workflow = Workflow::load(&args.workflow)?;
-    if let Some(answers) = &args.answers {
-        return Err(RunError::Refused(format!(
-            "--answers {}: this workflow has no approve stage to answer (approve stages are not supported by this version yet)",
-            answers.display()
-        )));
-    }
     let request = StartRequest {
         workflow,
         workspace: workspace_or_cwd(args.workspace.as_deref()),
         run_id: args.run_id,
         record: args.record,
+        approver: approver_for(args.answers.as_deref())?,
     };
     let progress = render::Progress::new(style);
     let outcome = runtime()?.block_on(gavel_runtime::start(request, &progress))?;
@@ -171,8 +192,50 @@ fn run(args: RunArgs, style: &Style) -> Result<i32, RunError> {
 
 fn resume(args: &ResumeArgs, style: &Style) -> Result<i32, RunError> {
     let record = locate(&args.run)?;
+    let approver = approver_for(args.answers.as_deref())?;
     let progress = render::Progress::new(style);
-    let outcome = runtime()?.block_on(gavel_runtime::resume(&record, &progress))?;
+    let outcome = runtime()?.block_on(gavel_runtime::resume(&record, &progress, approver))?;
+    Ok(finish(&outcome, args.json, style))
+}
+
+/// Who answers approve stages: the answers file, else a terminal prompt,
+/// else nobody (the run pauses).
+fn approver_for(answers: Option<&Path>) -> Result<Option<Arc<dyn Approver>>, RunError> {
+    if let Some(path) = answers {
+        return Ok(Some(Arc::new(approve::AnswersFile::load(path)?)));
+    }
+    Ok(approve::TerminalPrompt::if_interactive(approve::person(None))
+        .map(|p| Arc::new(p) as Arc<dyn Approver>))
+}
+
+fn approve(args: &ApproveArgs, style: &Style) -> Result<i32, RunError> {
+    let record = locate(&args.run)?;
+    let state = RunState::fold(&read_record(&record)?.events);
+    let waiting = match &state.status {
+        gavel_record::RunStatus::Paused { waiting_for, .. } if waiting_for.starts_with("approval") => {
+            waiting_for
+        }
+        other => {
+            return Err(RunError::Refused(format!(
+                "run `{}` is not waiting for an approval (it is {}); `gavel status {}` shows where it stands",
+                state.run_id,
+                other.word(),
+                args.run.run
+            )));
+        }
+    };
+    style.note(&format!(
+        "{} the {waiting} for run {}",
+        if args.reject { "rejecting" } else { "approving" },
+        state.run_id
+    ));
+    let answer = approve::FlagAnswer {
+        approved: !args.reject,
+        by: approve::person(args.by.as_deref()),
+        reason: args.reason.clone().unwrap_or_default(),
+    };
+    let progress = render::Progress::new(style);
+    let outcome = runtime()?.block_on(gavel_runtime::resume(&record, &progress, Some(Arc::new(answer))))?;
     Ok(finish(&outcome, args.json, style))
 }
 

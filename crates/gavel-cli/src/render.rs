@@ -108,7 +108,12 @@ impl Style {
             }
         }
         if let Some(waiting) = &outcome.waiting_for {
-            say(&format!("  waiting for {waiting}; `gavel resume {}` continues", outcome.run_id));
+            let next = if waiting.starts_with("approval") {
+                format!("`gavel approve {}` (or `--reject --reason ...`) decides", outcome.run_id)
+            } else {
+                format!("`gavel resume {}` continues", outcome.run_id)
+            };
+            say(&format!("  waiting for {waiting}; {next}"));
         }
         say(&format!(
             "  run {} · {} round{} · {}",

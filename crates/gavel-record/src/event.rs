@@ -445,6 +445,9 @@ pub struct Kickback {
 pub struct ApprovalRequest {
     /// The approve stage.
     pub stage: String,
+    /// Which ask this is: a new one follows when the bytes changed.
+    #[serde(default = "one")]
+    pub round: u32,
     /// Each file to approve with the SHA-256 of its bytes.
     pub files: BTreeMap<String, String>,
 }
@@ -454,6 +457,9 @@ pub struct ApprovalRequest {
 pub struct Approval {
     /// The approve stage.
     pub stage: String,
+    /// The ask this answers.
+    #[serde(default = "one")]
+    pub round: u32,
     /// The exact bytes approved, by SHA-256.
     pub files: BTreeMap<String, String>,
     /// Approved or rejected.

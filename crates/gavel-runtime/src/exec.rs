@@ -22,7 +22,7 @@ use crate::journal::{Journal, Recorded, SeatResult};
 use crate::prompts::{Prompt, Prompts};
 use crate::runs::{check_run_id, default_record, new_run_id};
 use crate::workflow::{StageKind, Workflow};
-use crate::{Observer, Outcome, RunError, StageReport, Status};
+use crate::{Approver, Observer, Outcome, RunError, StageReport, Status};
 
 /// Extra time past a seat's own timeout before the executor gives up on it:
 /// engines enforce their timeout themselves; this only guards against one
@@ -34,7 +34,8 @@ const SEAT_GRACE: Duration = Duration::from_secs(5);
 const ATTEMPTS_PER_WINDOW: u32 = 2;
 
 /// What `gavel run` asks for.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
+#[allow(missing_debug_implementations)] // holds a `dyn Approver`
 pub struct StartRequest {
     /// The compiled workflow.
     pub workflow: Workflow,
@@ -44,11 +45,13 @@ pub struct StartRequest {
     pub run_id: Option<String>,
     /// A record path, instead of the default.
     pub record: Option<PathBuf>,
+    /// Who answers approve stages; without one, the run pauses at them.
+    pub approver: Option<Arc<dyn Approver>>,
 }
 
 /// Starts a new run and executes it until it passes, fails or pauses.
 pub async fn start(request: StartRequest, observer: &dyn Observer) -> Result<Outcome, RunError> {
-    let StartRequest { workflow, workspace, run_id, record } = request;
+    let StartRequest { workflow, workspace, run_id, record, approver } = request;
     check_supported(&workflow)?;
     if !workspace.is_dir() {
         return Err(RunError::Refused(format!(
@@ -78,12 +81,16 @@ pub async fn start(request: StartRequest, observer: &dyn Observer) -> Result<Out
             .map(|s| s.name.clone())
             .collect(),
     }))?;
-    Executor::new(workflow, workspace, run_id, journal, observer).run().await
+    Executor::new(workflow, workspace, run_id, journal, observer, approver).run().await
 }
 
 /// Takes a run up again from its record: replays what is recorded, performs
 /// what is not. A finished run is walked without writing and reported.
-pub async fn resume(record: &Path, observer: &dyn Observer) -> Result<Outcome, RunError> {
+pub async fn resume(
+    record: &Path,
+    observer: &dyn Observer,
+    approver: Option<Arc<dyn Approver>>,
+) -> Result<Outcome, RunError> {
     let lock = RunLock::acquire(record)?;
     let recording = read_record(record)?;
     if let Some(torn) = &recording.torn {
@@ -117,7 +124,7 @@ pub async fn resume(record: &Path, observer: &dyn Observer) -> Result<Outcome, R
         journal.resume(reason, waiting_for)?;
     }
     let workspace = PathBuf::from(&state.workspace);
-    Executor::new(workflow, workspace, state.run_id, journal, observer).run().await
+    Executor::new(workflow, workspace, state.run_id, journal, observer, approver).run().await
 }
 
 /// Refuses, before anything is recorded, a workflow this version cannot run.
@@ -133,8 +140,7 @@ pub fn check_supported(workflow: &Workflow) -> Result<(), RunError> {
             StageKind::Panel(panel) if panel.panel.synthesise.is_some() => {
                 Some("a synthesised panel (`synthesise`)")
             }
-            StageKind::Approve { .. } => Some("an `approve` stage"),
-            StageKind::Build(_) | StageKind::Run(_) | StageKind::Panel(_) => None,
+            StageKind::Build(_) | StageKind::Run(_) | StageKind::Panel(_) | StageKind::Approve { .. } => None,
         };
         if let Some(what) = unsupported {
             return Err(RunError::Refused(format!(
@@ -204,6 +210,12 @@ pub(crate) struct Executor<'o> {
     run_id: String,
     pub(crate) journal: Journal<'o>,
     observer: &'o dyn Observer,
+    pub(crate) approver: Option<Arc<dyn Approver>>,
+    pub(crate) run_id_for_asks: String,
+    /// Approval asks each approve stage has used so far in this walk.
+    pub(crate) asks_used: HashMap<String, u32>,
+    /// The first ask round of each approve stage's current pass.
+    pub(crate) pass_first_ask: HashMap<String, u32>,
     pub(crate) prompts: Prompts,
     reports: Vec<StageReport>,
     /// Rounds each stage has used so far in this walk of the run.
@@ -217,17 +229,22 @@ impl<'o> Executor<'o> {
         run_id: String,
         journal: Journal<'o>,
         observer: &'o dyn Observer,
+        approver: Option<Arc<dyn Approver>>,
     ) -> Self {
         let prompts = Prompts::new(workflow.options.prompts_dir.as_deref());
         Self {
             workflow,
             workspace,
+            run_id_for_asks: run_id.clone(),
             run_id,
             journal,
             observer,
+            approver,
             prompts,
             reports: Vec::new(),
             rounds_used: HashMap::new(),
+            asks_used: HashMap::new(),
+            pass_first_ask: HashMap::new(),
         }
     }
 
@@ -241,13 +258,7 @@ impl<'o> Executor<'o> {
                 StageKind::Build(build) => self.build_stage(stage, build, feedback).await?,
                 StageKind::Run(run) => self.run_stage(stage, run).await?,
                 StageKind::Panel(panel) => self.panel_stage(stage, panel).await?,
-                // `check_supported` refused these before anything ran.
-                StageKind::Approve { .. } => {
-                    return Err(RunError::Refused(format!(
-                        "stage `{}` cannot run in this version",
-                        stage.name
-                    )));
-                }
+                StageKind::Approve { files } => self.approve_stage(stage, files.as_deref())?,
             };
             match end {
                 StageEnd::Pass => index += 1,

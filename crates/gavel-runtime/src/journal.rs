@@ -13,7 +13,8 @@ use std::path::Path;
 
 use gavel_domain::{RequestKind, Usage};
 use gavel_record::event::{
-    BuildDone, CheckRun, EndStatus, RunEnd, RunPause, RunResume, SeatError, SeatKey, SeatReply, SeatRequest,
+    Approval, ApprovalRequest, BuildDone, CheckRun, EndStatus, RunEnd, RunPause, RunResume, SeatError,
+    SeatKey, SeatReply, SeatRequest,
 };
 use gavel_record::{Envelope, Event, RecordWriter, WriteError};
 
@@ -46,6 +47,8 @@ pub struct Journal<'o> {
     results: HashMap<SeatKey, Recorded<SeatResult>>,
     builds: HashMap<(String, u32), BuildDone>,
     checks: HashMap<(String, u32), CheckRun>,
+    asks: HashMap<(String, u32), ApprovalRequest>,
+    approvals: HashMap<(String, u32), Recorded<Approval>>,
     turns: HashMap<(String, RequestKind), u32>,
     last_pause_seq: u64,
     usage: Usage,
@@ -73,6 +76,8 @@ impl<'o> Journal<'o> {
             results: HashMap::new(),
             builds: HashMap::new(),
             checks: HashMap::new(),
+            asks: HashMap::new(),
+            approvals: HashMap::new(),
             turns: HashMap::new(),
             last_pause_seq: 0,
             usage: Usage::default(),
@@ -107,6 +112,15 @@ impl<'o> Journal<'o> {
             }
             Event::CheckRun(check) => {
                 self.checks.insert((check.stage.clone(), check.round), check.clone());
+            }
+            Event::ApprovalRequest(ask) => {
+                self.asks.insert((ask.stage.clone(), ask.round), ask.clone());
+            }
+            Event::Approval(approval) => {
+                self.approvals.insert(
+                    (approval.stage.clone(), approval.round),
+                    Recorded { value: approval.clone(), seq },
+                );
             }
             Event::RunPause(_) => self.last_pause_seq = seq,
             Event::RunEnd(end) => self.end = Some(end.clone()),
@@ -235,6 +249,21 @@ impl<'o> Journal<'o> {
         Ok(check)
     }
 
+    /// The recorded ask of an approve stage's `round`, if any.
+    pub fn approval_ask(&self, stage: &str, round: u32) -> Option<&ApprovalRequest> {
+        self.asks.get(&(stage.to_owned(), round))
+    }
+
+    /// The recorded answer to an approve stage's `round`, if any.
+    pub fn approval(&self, stage: &str, round: u32) -> Option<&Recorded<Approval>> {
+        self.approvals.get(&(stage.to_owned(), round))
+    }
+
+    /// Records a person's decision on an approval.
+    pub fn record_approval(&mut self, approval: Approval) -> Result<(), WriteError> {
+        self.append(Event::Approval(approval)).map(|_| ())
+    }
+
     /// Records a pause.
     pub fn pause(&mut self, reason: String, waiting_for: String) -> Result<(), WriteError> {
         self.append(Event::RunPause(RunPause { reason, waiting_for })).map(|_| ())
@@ -271,7 +300,7 @@ fn derived_key(event: &Event) -> Option<String> {
         Event::ReviewSynthesis(e) => format!("review:synthesis/{}/{}", e.stage, e.round),
         Event::RefineJudge(e) => format!("refine:judge/{}/{}", e.stage, e.round),
         Event::Kickback(e) => format!("kickback/{}/{}/{}", e.from, e.round, e.to),
-        Event::ApprovalRequest(e) => format!("approval:request/{}", e.stage),
+        Event::ApprovalRequest(e) => format!("approval:request/{}/{}", e.stage, e.round),
         Event::RunEnd(_) => "run:end".to_owned(),
         Event::SeatRequest(_)
         | Event::SeatReply(_)

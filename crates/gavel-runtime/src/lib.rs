@@ -38,6 +38,42 @@ pub trait Observer: Send + Sync {
     fn on_warning(&self, _message: &str) {}
 }
 
+/// What a person is asked to approve: exact bytes, by SHA-256.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApprovalAsk {
+    /// The run.
+    pub run_id: String,
+    /// The approve stage.
+    pub stage: String,
+    /// Which ask of the stage this is (a new one follows changed bytes).
+    pub round: u32,
+    /// Each file with the SHA-256 of the bytes to approve.
+    pub files: std::collections::BTreeMap<String, String>,
+    /// Where the files are.
+    pub workspace: PathBuf,
+    /// This ask was made in this process because the bytes changed since
+    /// the last one: a decision given for the earlier bytes does not cover it.
+    pub asked_again: bool,
+}
+
+/// A person's answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApprovalAnswer {
+    /// Approved or rejected.
+    pub approved: bool,
+    /// Who decided.
+    pub by: String,
+    /// Why, when given.
+    pub reason: String,
+}
+
+/// Asks a person to approve (an answers file, a terminal prompt, the
+/// `gavel approve` flags). `None` means no answer now: the run pauses.
+pub trait Approver: Send + Sync {
+    /// The answer to `ask`, if one can be had now.
+    fn decide(&self, ask: &ApprovalAsk) -> Option<ApprovalAnswer>;
+}
+
 /// An observer that ignores everything.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Silent;

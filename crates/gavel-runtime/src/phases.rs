@@ -455,6 +455,128 @@ impl Executor<'_> {
         Ok(Self::send_back_or_fail(stage, round, run.sends_back_to.as_deref(), &reason, vec![finding]))
     }
 
+    /// An `approve` stage (SPEC 4.4): a person approves exact bytes. The
+    /// approval is bound to each file's SHA-256 when asked; bytes that changed
+    /// since are refused and asked for again.
+    pub(crate) fn approve_stage(
+        &mut self,
+        stage: &Stage,
+        files: Option<&[String]>,
+    ) -> Result<StageEnd, RunError> {
+        let Some(stage_round) = self.next_round(&stage.name, u32::MAX) else {
+            return Ok(StageEnd::Fail(format!("stage `{}` ran out of rounds", stage.name)));
+        };
+        self.journal.emit(Event::StageStart(StageStart { stage: stage.name.clone(), round: stage_round }))?;
+        let files: Vec<String> =
+            files.map_or_else(|| self.files_written_before(&stage.name), <[String]>::to_vec);
+        // Asks are numbered per stage across its passes, so a second pass
+        // (after a send-back) asks afresh for the bytes it then has.
+        let mut ask_round = self.asks_used.get(&stage.name).copied().unwrap_or(0) + 1;
+        self.pass_first_ask.insert(stage.name.clone(), ask_round);
+        let mut asked_again = false;
+        loop {
+            self.asks_used.insert(stage.name.clone(), ask_round);
+            let asked = if let Some(ask) = self.journal.approval_ask(&stage.name, ask_round) {
+                ask.files.clone()
+            } else {
+                asked_again = ask_round > self.asks_used_before(&stage.name);
+                let hashes = self.hashes(&files);
+                self.journal.emit(Event::ApprovalRequest(gavel_record::event::ApprovalRequest {
+                    stage: stage.name.clone(),
+                    round: ask_round,
+                    files: hashes.clone(),
+                }))?;
+                hashes
+            };
+            if let Some(recorded) = self.journal.approval(&stage.name, ask_round).cloned() {
+                let approval = recorded.value;
+                if approval.approved {
+                    let line = format!(
+                        "approved by {} ({} file(s), bound by SHA-256)",
+                        approval.by,
+                        approval.files.len()
+                    );
+                    self.decide(&stage.name, stage_round, Status::Pass, &line);
+                    return Ok(StageEnd::Pass);
+                }
+                let why =
+                    if approval.reason.is_empty() { String::new() } else { format!(": {}", approval.reason) };
+                let line = format!("rejected by {}{why}", approval.by);
+                self.decide(&stage.name, stage_round, Status::Fail, &line);
+                return Ok(StageEnd::Fail(format!("stage `{}`: {line}", stage.name)));
+            }
+            if self.journal.approval_ask(&stage.name, ask_round + 1).is_some() {
+                // The bytes changed before this ask was answered; the record
+                // asked again.
+                ask_round += 1;
+                continue;
+            }
+            let current = self.hashes(&files);
+            if current != asked {
+                // The bytes changed since the ask: that ask cannot be answered.
+                ask_round += 1;
+                let changed: Vec<&String> =
+                    current.keys().filter(|f| current.get(*f) != asked.get(*f)).collect();
+                let note = format!(
+                    "changed since the approval was asked for: {}",
+                    changed.iter().map(|f| f.as_str()).collect::<Vec<_>>().join(", ")
+                );
+                self.report(&stage.name).decisions.push(format!("round {stage_round}: {note}; asked again"));
+                continue;
+            }
+            let ask = crate::ApprovalAsk {
+                run_id: self.run_id_for_asks.clone(),
+                stage: stage.name.clone(),
+                round: ask_round,
+                files: asked.clone(),
+                workspace: self.workspace.clone(),
+                asked_again,
+            };
+            let answer = self.approver.as_ref().and_then(|approver| approver.decide(&ask));
+            let Some(answer) = answer else {
+                let reason = if ask_round > 1 {
+                    format!(
+                        "the files of stage `{}` changed since the approval was asked for; approve the new bytes",
+                        stage.name
+                    )
+                } else {
+                    format!("stage `{}` waits for a person to approve {} file(s)", stage.name, asked.len())
+                };
+                self.decide(&stage.name, stage_round, Status::Paused, &reason);
+                return Ok(StageEnd::Pause {
+                    status: Status::Paused,
+                    reason,
+                    waiting_for: format!("approval of stage {}", stage.name),
+                });
+            };
+            self.journal.record_approval(gavel_record::event::Approval {
+                stage: stage.name.clone(),
+                round: ask_round,
+                files: asked,
+                approved: answer.approved,
+                by: answer.by,
+                reason: answer.reason,
+            })?;
+        }
+    }
+
+    /// The first ask round of the stage's current pass, minus one.
+    fn asks_used_before(&self, stage: &str) -> u32 {
+        self.pass_first_ask.get(stage).copied().unwrap_or(1)
+    }
+
+    /// Each file's SHA-256 as it is now (a missing file hashes as "missing").
+    fn hashes(&self, files: &[String]) -> BTreeMap<String, String> {
+        files
+            .iter()
+            .map(|f| {
+                let digest = std::fs::read(self.workspace.join(f))
+                    .map_or_else(|_| "missing".to_owned(), |bytes| hex::encode(Sha256::digest(&bytes)));
+                (f.clone(), digest)
+            })
+            .collect()
+    }
+
     fn send_back_or_fail(
         stage: &Stage,
         round: u32,
