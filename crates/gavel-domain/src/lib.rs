@@ -14,6 +14,7 @@ pub mod kinds;
 pub mod located;
 pub mod protocol;
 pub mod reply;
+pub mod rules;
 pub mod seat;
 
 pub use family::{Family, infer_family};

@@ -7,7 +7,8 @@
 
 use std::collections::BTreeMap;
 
-use gavel_domain::protocol::{JudgeAct, RequirementVerdict, Severity, VoteKind};
+use gavel_domain::protocol::{JudgeAct, RequirementVerdict, VoteKind};
+pub use gavel_domain::rules::{Finding, Route, VoteResult};
 use gavel_domain::{RequestKind, Usage};
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
@@ -261,23 +262,6 @@ pub struct GoalCheck {
     pub requirements: Vec<RequirementVerdict>,
 }
 
-/// A finding as the record keeps it (SPEC 1).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RecordedFinding {
-    /// `write-2.1` for a raw finding, `F1` for a merged one.
-    pub id: String,
-    /// How strongly it must be acted on.
-    pub severity: Severity,
-    /// What is wrong, with where.
-    pub evidence: String,
-    /// What to do about it, when offered.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub fix: Option<String>,
-    /// Every reviewer that raised it.
-    #[serde(default)]
-    pub raised_by: Vec<String>,
-}
-
 /// A reviewer's recorded decision: a reply's decision, or an engine error.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -303,7 +287,7 @@ pub struct ReviewDecision {
     pub decision: ReviewOutcome,
     /// Its raw findings.
     #[serde(default)]
-    pub findings: Vec<RecordedFinding>,
+    pub findings: Vec<Finding>,
     /// The attempt whose reply (or last failure) this decision rests on; a
     /// reviewer asked again after a pause gets a new decision.
     #[serde(default = "one")]
@@ -329,26 +313,12 @@ pub struct RecordedVote {
     pub fix: Option<String>,
 }
 
-/// What the votes did to a merged finding (SPEC 4.1).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum SynthesisResult {
-    /// It stays as it is.
-    Kept,
-    /// It carries the fix most voters preferred.
-    BetterFix,
-    /// It stays, contested.
-    Disputed,
-    /// Most voters disagreed, enough to drop it.
-    Dropped,
-}
-
 /// A merged finding with its votes.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SynthesisFinding {
     /// The finding.
     #[serde(flatten)]
-    pub finding: RecordedFinding,
+    pub finding: Finding,
     /// The votes cast on it.
     #[serde(default)]
     pub votes: Vec<RecordedVote>,
@@ -358,7 +328,7 @@ pub struct SynthesisFinding {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SynthesisEntry {
     /// What the votes decided.
-    pub result: SynthesisResult,
+    pub result: VoteResult,
     /// The finding and its votes.
     pub finding: SynthesisFinding,
 }
@@ -378,18 +348,6 @@ pub struct ReviewSynthesis {
     /// Reviewers whose vote request failed or stayed unreadable.
     #[serde(default)]
     pub no_votes_from: Vec<String>,
-}
-
-/// Where the judge (or the routing rules) sent a round.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Route {
-    /// Another round.
-    Again,
-    /// The stage passes.
-    Pass,
-    /// The stage fails.
-    Fail,
 }
 
 /// The judge's decision on one finding.
@@ -437,7 +395,7 @@ pub struct Kickback {
     pub reason: String,
     /// The findings it must act on.
     #[serde(default)]
-    pub findings: Vec<RecordedFinding>,
+    pub findings: Vec<Finding>,
 }
 
 /// `approval:request`.

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use gavel_domain::RequestKind;
 use gavel_record::event::{
-    EndStatus, Kickback, RecordedFinding, RunStart, SeatError, SeatKey, SeatReply, SeatRequest,
+    EndStatus, Finding, Kickback, RunStart, SeatError, SeatKey, SeatReply, SeatRequest,
 };
 use gavel_record::write::Durability;
 use gavel_record::{Event, RecordWriter, RunLock, RunState, RunStatus, read_record};
@@ -158,7 +158,7 @@ pub(crate) enum StageEnd {
     Pass,
     /// Send the work back to an earlier stage, which runs again with these
     /// findings, and then every stage after it.
-    SendBack { to: String, round: u32, reason: String, findings: Vec<RecordedFinding> },
+    SendBack { to: String, round: u32, reason: String, findings: Vec<Finding> },
     /// The run fails.
     Fail(String),
     /// The run stops and waits.
@@ -250,7 +250,7 @@ impl<'o> Executor<'o> {
 
     async fn run(mut self) -> Result<Outcome, RunError> {
         let stages = self.workflow.stages.clone();
-        let mut incoming: HashMap<String, Vec<RecordedFinding>> = HashMap::new();
+        let mut incoming: HashMap<String, Vec<Finding>> = HashMap::new();
         let mut index = 0;
         while let Some(stage) = stages.get(index) {
             let feedback = incoming.remove(&stage.name).unwrap_or_default();

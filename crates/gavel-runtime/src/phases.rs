@@ -11,7 +11,7 @@ use gavel_domain::{RequestKind, Severity};
 use gavel_process::{Outcome as ProcessOutcome, SpawnSpec};
 use gavel_record::Event;
 use gavel_record::event::{
-    BuildDone, CheckRun, GoalCheck, RecordedFinding, ReviewDecision, ReviewOutcome, StageStart,
+    BuildDone, CheckRun, Finding, GoalCheck, ReviewDecision, ReviewOutcome, StageStart,
 };
 use serde::Serialize;
 use sha2::{Digest as _, Sha256};
@@ -37,14 +37,14 @@ struct FileView {
 /// What the goal check concluded.
 enum GoalResult {
     Met,
-    Unmet(Vec<RecordedFinding>),
+    Unmet(Vec<Finding>),
     Unreadable(String),
 }
 
 /// What a panel concluded.
 enum PanelResult {
     Pass,
-    Revise(Vec<RecordedFinding>),
+    Revise(Vec<Finding>),
     ShortByErrors(Vec<String>),
 }
 
@@ -89,7 +89,7 @@ impl Executor<'_> {
         &mut self,
         stage: &Stage,
         build: &BuildStage,
-        incoming: Vec<RecordedFinding>,
+        incoming: Vec<Finding>,
     ) -> Result<StageEnd, RunError> {
         let max_rounds = build.refine.max_rounds();
         let mut feedback = incoming;
@@ -258,17 +258,18 @@ impl Executor<'_> {
                     .map(|r| format!("{}: {} ({})", r.verdict.as_str(), r.requirement, r.evidence))
                     .collect();
                 self.report(&stage.name).goal_checks.push(crate::RoundLines { round, lines });
-                let unmet: Vec<RecordedFinding> = reply
+                let unmet: Vec<Finding> = reply
                     .requirements
                     .iter()
                     .filter(|r| r.verdict == Verdict::Unmet)
                     .enumerate()
-                    .map(|(i, r)| RecordedFinding {
+                    .map(|(i, r)| Finding {
                         id: format!("goal.{}", i + 1),
                         severity: Severity::Block,
                         evidence: format!("Requirement not met: {}. {}", r.requirement, r.evidence),
                         fix: None,
                         raised_by: vec![seat.to_owned()],
+                        members: Vec::new(),
                     })
                     .collect();
                 Ok(if unmet.is_empty() { GoalResult::Met } else { GoalResult::Unmet(unmet) })
@@ -323,16 +324,17 @@ impl Executor<'_> {
         for (name, asked) in names.iter().zip(answers) {
             let (decision, findings, attempt) = match asked {
                 Asked::Answer(reply, attempt) => {
-                    let findings: Vec<RecordedFinding> = reply
+                    let findings: Vec<Finding> = reply
                         .findings
                         .iter()
                         .enumerate()
-                        .map(|(i, f)| RecordedFinding {
+                        .map(|(i, f)| Finding {
                             id: format!("{name}.{}", i + 1),
                             severity: f.severity_or_default(reply.decision),
                             evidence: f.evidence.clone(),
                             fix: f.fix.clone(),
                             raised_by: vec![name.clone()],
+                            members: Vec::new(),
                         })
                         .collect();
                     match reply.decision {
@@ -444,12 +446,13 @@ impl Executor<'_> {
             return Ok(StageEnd::Pass);
         }
         self.decide(&stage.name, round, Status::Fail, &format!("`{command}` {result}"));
-        let finding = RecordedFinding {
+        let finding = Finding {
             id: format!("{}.1", stage.name),
             severity: Severity::Block,
             evidence: format!("`{command}` {result}. Its output ends:\n{}", check.output_tail),
             fix: None,
             raised_by: vec![stage.name.clone()],
+            members: Vec::new(),
         };
         let reason = format!("`{command}` {result}");
         Ok(Self::send_back_or_fail(stage, round, run.sends_back_to.as_deref(), &reason, vec![finding]))
@@ -582,7 +585,7 @@ impl Executor<'_> {
         round: u32,
         to: Option<&str>,
         reason: &str,
-        findings: Vec<RecordedFinding>,
+        findings: Vec<Finding>,
     ) -> StageEnd {
         if let Some(to) = to {
             return StageEnd::SendBack {
@@ -651,18 +654,19 @@ fn read_goal(text: &str, required: &[String]) -> Result<GoalReply, String> {
     ))
 }
 
-fn missing_finding(stage: &str, file: &str) -> RecordedFinding {
-    RecordedFinding {
+fn missing_finding(stage: &str, file: &str) -> Finding {
+    Finding {
         id: format!("{stage}.missing"),
         severity: Severity::Block,
         evidence: format!("`{file}` is missing: write it; it is one of the files this stage must produce."),
         fix: None,
         raised_by: vec!["gavel".to_owned()],
+        members: Vec::new(),
     }
 }
 
 /// One feedback item as the builder reads it.
-fn feedback_line(finding: &RecordedFinding) -> String {
+fn feedback_line(finding: &Finding) -> String {
     let mut line = format!("[{}] {}", finding.severity.as_str(), finding.evidence);
     if let Some(fix) = &finding.fix {
         let _ = write!(line, " Fix: {fix}");
@@ -670,7 +674,7 @@ fn feedback_line(finding: &RecordedFinding) -> String {
     line
 }
 
-fn out_of_rounds(stage: &str, max: u32, findings: &[RecordedFinding]) -> String {
+fn out_of_rounds(stage: &str, max: u32, findings: &[Finding]) -> String {
     let listed: Vec<String> = findings.iter().map(feedback_line).collect();
     format!(
         "stage `{stage}` used its {max} round{} and the work is still not accepted; the last findings: {}",
