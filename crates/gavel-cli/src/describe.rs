@@ -14,8 +14,14 @@ pub fn line(envelope: &Envelope) -> String {
     format!("{:>4}  {time}  {:<16} {}", envelope.seq, envelope.event.kind(), what(&envelope.event))
 }
 
-/// What an event says, in a few words.
+/// What an event says, in a few words, on one line: text that carries line
+/// breaks (a command's output in a summary) is folded with `⏎`.
 pub fn what(event: &Event) -> String {
+    let text = what_raw(event);
+    if text.contains('\n') { one_line(&text) } else { text }
+}
+
+fn what_raw(event: &Event) -> String {
     match event {
         Event::RunStart(e) => {
             format!("run {} of workflow `{}` ({}) in {}", e.run_id, e.workflow, e.file, e.workspace)
@@ -69,6 +75,8 @@ pub fn what(event: &Event) -> String {
                 e.argv.as_ref().map_or_else(|| e.shell.clone().unwrap_or_default(), |a| a.join(" "));
             let result = if e.timed_out {
                 "timed out".to_owned()
+            } else if let Some(error) = &e.error {
+                format!("could not start: {error}")
             } else {
                 e.exit.map_or_else(|| "killed".to_owned(), |c| format!("exit {c}"))
             };
@@ -158,8 +166,10 @@ pub fn status(state: &RunState, record: &Path, live: Option<&str>) -> String {
             Some(holder) => format!("running {holder}"),
             None => "interrupted (`gavel resume` takes it up)".to_owned(),
         },
-        RunStatus::Paused { reason, waiting_for } => format!("paused, waiting for {waiting_for}: {reason}"),
-        RunStatus::Ended { status, summary } => format!("{}: {summary}", status.as_str()),
+        RunStatus::Paused { reason, waiting_for } => {
+            format!("paused, waiting for {waiting_for}: {}", one_line(reason))
+        }
+        RunStatus::Ended { status, summary } => format!("{}: {}", status.as_str(), one_line(summary)),
     };
     let _ = writeln!(s, "run       {}", state.run_id);
     let _ = writeln!(s, "workflow  {} ({})", state.workflow, state.file);
@@ -185,6 +195,11 @@ pub fn status(state: &RunState, record: &Path, live: Option<&str>) -> String {
     }
     let _ = writeln!(s, "record    {}", record.display());
     s
+}
+
+/// Text on one line: line breaks folded with `⏎`.
+pub fn one_line(text: &str) -> String {
+    text.trim_end().replace("\r\n", "\n").replace('\n', " ⏎ ")
 }
 
 /// Tokens and cost, in words.

@@ -104,6 +104,13 @@ impl Finished {
     }
 }
 
+/// Finds the program `spec` would run, on the `PATH` its child would see,
+/// without running anything: for validating commands before a run.
+pub fn locate(spec: &SpawnSpec) -> Result<std::path::PathBuf, SpawnError> {
+    let env = spec.child_env(|name| std::env::var_os(name));
+    resolve::resolve(spec, SpawnSpec::path_var(&env))
+}
+
 /// Runs `spec` to completion and reports how it ended.
 ///
 /// Returns `Err` only when the process cannot be started (or, in a broken

@@ -249,6 +249,9 @@ pub struct CheckRun {
     pub ms: u64,
     /// The last part of its combined output.
     pub output_tail: String,
+    /// Why it could not start at all (a missing program, a bad folder).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// `goal:check`.

@@ -60,6 +60,7 @@ pub async fn start(request: StartRequest, observer: &dyn Observer) -> Result<Out
         )));
     }
     let workspace = std::fs::canonicalize(&workspace).unwrap_or(workspace);
+    workflow.check_commands(&workspace)?;
     let run_id = run_id.unwrap_or_else(|| new_run_id(&workflow.name, jiff::Timestamp::now()));
     check_run_id(&run_id).map_err(RunError::Refused)?;
     let record = record
@@ -129,26 +130,10 @@ pub async fn resume(
 
 /// Refuses, before anything is recorded, a workflow this version cannot run.
 pub fn check_supported(workflow: &Workflow) -> Result<(), RunError> {
-    for stage in &workflow.stages {
-        let unsupported = match &stage.kind {
-            StageKind::Build(build) if build.review.as_ref().is_some_and(|p| p.synthesise.is_some()) => {
-                Some("a synthesised panel (`synthesise`)")
-            }
-            StageKind::Build(build) if matches!(build.refine, crate::workflow::Refine::Judge { .. }) => {
-                Some("a judge (`refine = { judge = ... }`)")
-            }
-            StageKind::Panel(panel) if panel.panel.synthesise.is_some() => {
-                Some("a synthesised panel (`synthesise`)")
-            }
-            StageKind::Build(_) | StageKind::Run(_) | StageKind::Panel(_) | StageKind::Approve { .. } => None,
-        };
-        if let Some(what) = unsupported {
-            return Err(RunError::Refused(format!(
-                "stage `{}` uses {what}, which this version of gavel cannot run yet; it runs builder stages with goal checks and threshold panels, `run` stages and `panel` stages",
-                stage.name
-            )));
-        }
-    }
+    // Every stage kind of the stages form runs in this version; the check
+    // stays so a file that uses a kind a build lacks is refused before
+    // anything is recorded.
+    let _ = workflow;
     Ok(())
 }
 
@@ -216,6 +201,12 @@ pub(crate) struct Executor<'o> {
     pub(crate) asks_used: HashMap<String, u32>,
     /// The first ask round of each approve stage's current pass.
     pub(crate) pass_first_ask: HashMap<String, u32>,
+    /// Each reviewed stage's rounds so far, one line each, for the judge.
+    pub(crate) history: HashMap<String, Vec<String>>,
+    /// Findings the judge skipped, with why, for the next round's reviewers.
+    pub(crate) skipped: HashMap<String, Vec<String>>,
+    /// Each builder stage's files after its last finished round.
+    pub(crate) last_build: HashMap<String, std::collections::BTreeMap<String, String>>,
     pub(crate) prompts: Prompts,
     reports: Vec<StageReport>,
     /// Rounds each stage has used so far in this walk of the run.
@@ -245,6 +236,9 @@ impl<'o> Executor<'o> {
             rounds_used: HashMap::new(),
             asks_used: HashMap::new(),
             pass_first_ask: HashMap::new(),
+            history: HashMap::new(),
+            skipped: HashMap::new(),
+            last_build: HashMap::new(),
         }
     }
 
@@ -295,6 +289,8 @@ impl<'o> Executor<'o> {
             decisions: Vec::new(),
             goal_checks: Vec::new(),
             reviews: Vec::new(),
+            synthesis: Vec::new(),
+            judge: Vec::new(),
         });
         let last = self.reports.len() - 1;
         &mut self.reports[last]

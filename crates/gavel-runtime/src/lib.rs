@@ -14,6 +14,7 @@ mod exec;
 pub mod journal;
 mod phases;
 pub mod prompts;
+mod review;
 pub mod runs;
 pub mod workflow;
 
@@ -147,6 +148,49 @@ pub struct StageReport {
     /// Each review's decisions, one line per reviewer.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub reviews: Vec<RoundLines>,
+    /// Each synthesis: the merged findings with their results and votes.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub synthesis: Vec<SynthesisRound>,
+    /// Each judge's route and decisions.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub judge: Vec<JudgeRound>,
+}
+
+/// One round's synthesis, as `--json` shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SynthesisRound {
+    /// The round.
+    pub round: u32,
+    /// Each merged finding.
+    pub entries: Vec<SynthesisLine>,
+}
+
+/// One merged finding and what the votes did to it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SynthesisLine {
+    /// `kept`, `better-fix`, `disputed` or `dropped`.
+    pub result: String,
+    /// Every reviewer that raised it.
+    pub raised_by: Vec<String>,
+    /// Its severity.
+    pub severity: String,
+    /// What is wrong.
+    pub evidence: String,
+    /// `reviewer vote: reason`, one per vote.
+    pub votes: Vec<String>,
+}
+
+/// One round's judge, as `--json` shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct JudgeRound {
+    /// The round.
+    pub round: u32,
+    /// `again`, `pass` or `fail`.
+    pub route: String,
+    /// Why.
+    pub reason: String,
+    /// `act: evidence (reason)` or `skip: ...`, one per finding.
+    pub findings: Vec<String>,
 }
 
 /// Lines about one round of a stage.

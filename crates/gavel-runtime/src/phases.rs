@@ -6,20 +6,20 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
 
-use gavel_domain::protocol::{Decision, GoalReply, Protocol, ReviewReply, Verdict};
+use gavel_domain::protocol::{GoalReply, Protocol, Verdict};
 use gavel_domain::{RequestKind, Severity};
 use gavel_process::{Outcome as ProcessOutcome, SpawnSpec};
 use gavel_record::Event;
-use gavel_record::event::{
-    BuildDone, CheckRun, Finding, GoalCheck, ReviewDecision, ReviewOutcome, StageStart,
-};
+use gavel_record::event::{BuildDone, CheckRun, Finding, GoalCheck, StageStart};
 use serde::Serialize;
 use sha2::{Digest as _, Sha256};
 
 use crate::de::CommandSpec;
 use crate::exec::{Asked, Executor, StageEnd, Target, with_note};
-use crate::workflow::{BuildStage, Panel, PanelStage, RunStage, Stage};
+use crate::review::PanelVerdict;
+use crate::workflow::{BuildStage, PanelStage, Refine, RunStage, Stage};
 use crate::{RunError, Status};
+use gavel_domain::rules::{self, OnCap};
 
 /// How much of each file a read-only seat is shown in its prompt.
 const FILE_LIMIT: usize = 64 * 1024;
@@ -28,10 +28,10 @@ const OUTPUT_TAIL: usize = 4 * 1024;
 
 /// One file as a prompt shows it.
 #[derive(Debug, Clone, Serialize)]
-struct FileView {
-    path: String,
-    missing: bool,
-    content: String,
+pub(crate) struct FileView {
+    pub(crate) path: String,
+    pub(crate) missing: bool,
+    pub(crate) content: String,
 }
 
 /// What the goal check concluded.
@@ -39,13 +39,6 @@ enum GoalResult {
     Met,
     Unmet(Vec<Finding>),
     Unreadable(String),
-}
-
-/// What a panel concluded.
-enum PanelResult {
-    Pass,
-    Revise(Vec<Finding>),
-    ShortByErrors(Vec<String>),
 }
 
 #[derive(Debug, Serialize)]
@@ -93,6 +86,7 @@ impl Executor<'_> {
     ) -> Result<StageEnd, RunError> {
         let max_rounds = build.refine.max_rounds();
         let mut feedback = incoming;
+        let mut previous_sent: Option<Vec<Finding>> = None;
         loop {
             let Some(round) = self.next_round(&stage.name, max_rounds) else {
                 self.report(&stage.name).status = Status::Fail;
@@ -175,27 +169,14 @@ impl Executor<'_> {
                 self.decide(&stage.name, round, Status::Pass, &decision);
                 return Ok(StageEnd::Pass);
             };
-            match self.review(&stage.name, round, panel, &files).await? {
-                PanelResult::Pass => {
-                    let _ =
-                        write!(decision, "; review: {} of {} needed passed", panel.agree, panel.seats.len());
-                    self.decide(&stage.name, round, Status::Pass, &decision);
+            let verdict = self.panel_round(&stage.name, round, panel, &files, Some(&build.refine)).await?;
+            let sent = match verdict {
+                PanelVerdict::Pass(line) => {
+                    self.decide(&stage.name, round, Status::Pass, &format!("{decision}; {line}"));
+                    self.note_round(&stage.name, round, &done, "passed");
                     return Ok(StageEnd::Pass);
                 }
-                PanelResult::Revise(findings) => {
-                    let line = format!(
-                        "{decision}; review: revise, {} finding(s) back to the builder",
-                        findings.len()
-                    );
-                    self.decide(&stage.name, round, Status::Fail, &line);
-                    feedback = findings;
-                }
-                PanelResult::ShortByErrors(failed) => {
-                    let reason = format!(
-                        "the panel fell short of {} acceptance(s) only because {} sent no usable decision",
-                        panel.agree,
-                        failed.join(", ")
-                    );
+                PanelVerdict::Pause(reason) => {
                     self.decide(&stage.name, round, Status::Paused, &reason);
                     return Ok(StageEnd::Pause {
                         status: Status::Paused,
@@ -203,8 +184,69 @@ impl Executor<'_> {
                         waiting_for: "reviewers".to_owned(),
                     });
                 }
+                PanelVerdict::Fail(findings, reason) => {
+                    self.decide(&stage.name, round, Status::Fail, &format!("{decision}; {reason}"));
+                    return Ok(StageEnd::Fail(format!(
+                        "stage `{}`: {reason}; the last findings: {}",
+                        stage.name,
+                        listed(&findings)
+                    )));
+                }
+                PanelVerdict::Back(findings, line) => {
+                    self.decide(
+                        &stage.name,
+                        round,
+                        Status::Fail,
+                        &format!("{decision}; {line}; back to the builder"),
+                    );
+                    self.note_round(
+                        &stage.name,
+                        round,
+                        &done,
+                        &format!("{} finding(s) sent back", findings.len()),
+                    );
+                    findings
+                }
+            };
+            // The loop breaker: the same findings twice in a row will not converge.
+            if let Some(previous) = &previous_sent
+                && rules::same_findings(previous, &sent)
+            {
+                let reason = format!(
+                    "not_converging: round {round} would send back the same findings as round {}",
+                    round - 1
+                );
+                let passes = matches!(build.refine, Refine::Judge { on_cap: OnCap::Pass, .. });
+                self.decide(&stage.name, round, if passes { Status::Pass } else { Status::Fail }, &reason);
+                if passes {
+                    return Ok(StageEnd::Pass);
+                }
+                return Ok(StageEnd::Fail(format!(
+                    "stage `{}` stopped, {reason}: {}",
+                    stage.name,
+                    listed(&sent)
+                )));
             }
+            previous_sent = Some(sent.clone());
+            feedback = sent;
         }
+    }
+
+    /// Adds one line about a finished round to the stage's history (the judge reads it).
+    fn note_round(&mut self, stage: &str, round: u32, done: &BuildDone, what: &str) {
+        let previous = self.last_build.insert(stage.to_owned(), done.files.clone());
+        let changed: Vec<&String> = done
+            .files
+            .iter()
+            .filter(|(file, sha)| previous.as_ref().and_then(|p| p.get(*file)) != Some(*sha))
+            .map(|(file, _)| file)
+            .collect();
+        let changed = if changed.is_empty() {
+            "no file changed".to_owned()
+        } else {
+            format!("changed {}", list_or_none(changed.into_iter()))
+        };
+        self.history.entry(stage.to_owned()).or_default().push(format!("round {round}: {changed}; {what}"));
     }
 
     /// Records one round's decision line in the stage's report.
@@ -277,110 +319,6 @@ impl Executor<'_> {
         }
     }
 
-    /// A threshold panel (SPEC 4.1's pass rule): reviewers read at the same
-    /// time; `agree` acceptances pass it.
-    async fn review(
-        &mut self,
-        stage: &str,
-        round: u32,
-        panel: &Panel,
-        files: &[FileView],
-    ) -> Result<PanelResult, RunError> {
-        let requirements = self.brief_requirements();
-        let names: Vec<String> = (1..=panel.seats.len()).map(|i| format!("{stage}-{i}")).collect();
-        let mut prompts = Vec::new();
-        for name in &names {
-            let context = CheckContext {
-                stage,
-                round,
-                reviewer: name,
-                brief: self.brief_body(),
-                requirements: &requirements,
-                desc: "",
-                gate: "",
-                files,
-                skipped: &[],
-            };
-            prompts.push(self.prompts.render(RequestKind::Review, &context)?);
-        }
-        let targets = panel
-            .seats
-            .iter()
-            .map(|seat| Target {
-                stage: stage.to_owned(),
-                round,
-                seat: seat.clone(),
-                kind: RequestKind::Review,
-                writes: Vec::new(),
-            })
-            .collect();
-        let parse = |text: &str| ReviewReply::parse(text).map_err(|e| e.note());
-        let answers = self.ask_many(targets, |i, note| Ok(with_note(&prompts[i], note)), parse).await?;
-
-        let mut passed = 0usize;
-        let mut revised = Vec::new();
-        let mut failed = Vec::new();
-        let mut lines = Vec::new();
-        for (name, asked) in names.iter().zip(answers) {
-            let (decision, findings, attempt) = match asked {
-                Asked::Answer(reply, attempt) => {
-                    let findings: Vec<Finding> = reply
-                        .findings
-                        .iter()
-                        .enumerate()
-                        .map(|(i, f)| Finding {
-                            id: format!("{name}.{}", i + 1),
-                            severity: f.severity_or_default(reply.decision),
-                            evidence: f.evidence.clone(),
-                            fix: f.fix.clone(),
-                            raised_by: vec![name.clone()],
-                            members: Vec::new(),
-                        })
-                        .collect();
-                    match reply.decision {
-                        Decision::Pass => {
-                            passed += 1;
-                            (ReviewOutcome::Pass, findings, attempt)
-                        }
-                        Decision::Revise => {
-                            revised.extend(findings.iter().cloned());
-                            (ReviewOutcome::Revise, findings, attempt)
-                        }
-                    }
-                }
-                Asked::GaveUp(last, attempt) => {
-                    failed.push(name.clone());
-                    lines.push(format!("{name} engine error: {}", first_sentence(&last)));
-                    (ReviewOutcome::Error, Vec::new(), attempt)
-                }
-            };
-            if decision != ReviewOutcome::Error {
-                let word = if decision == ReviewOutcome::Pass { "pass" } else { "revise" };
-                let mut line = format!("{name} {word}");
-                for finding in &findings {
-                    let _ = write!(line, "; {} {}", finding.severity.as_str(), finding.evidence);
-                }
-                lines.push(line);
-            }
-            self.journal.emit(Event::ReviewDecision(ReviewDecision {
-                stage: stage.to_owned(),
-                round,
-                reviewer: name.clone(),
-                decision,
-                findings,
-                attempt,
-            }))?;
-        }
-        self.report(stage).reviews.push(crate::RoundLines { round, lines });
-        Ok(if passed >= panel.agree {
-            PanelResult::Pass
-        } else if revised.is_empty() && !failed.is_empty() {
-            PanelResult::ShortByErrors(failed)
-        } else {
-            PanelResult::Revise(revised)
-        })
-    }
-
     /// A `panel` stage: reviewers judge every file written so far.
     pub(crate) async fn panel_stage(
         &mut self,
@@ -393,16 +331,13 @@ impl Executor<'_> {
         self.journal.emit(Event::StageStart(StageStart { stage: stage.name.clone(), round }))?;
         let written = self.files_written_before(&stage.name);
         let files = self.file_views(&written);
-        match self.review(&stage.name, round, &panel.panel, &files).await? {
-            PanelResult::Pass => {
-                let line =
-                    format!("review: at least {} of {} passed", panel.panel.agree, panel.panel.seats.len());
+        match self.panel_round(&stage.name, round, &panel.panel, &files, None).await? {
+            PanelVerdict::Pass(line) => {
                 self.decide(&stage.name, round, Status::Pass, &line);
                 Ok(StageEnd::Pass)
             }
-            PanelResult::Revise(findings) => {
-                let line = format!("review: revise, {} finding(s)", findings.len());
-                self.decide(&stage.name, round, Status::Fail, &line);
+            PanelVerdict::Back(findings, line) | PanelVerdict::Fail(findings, line) => {
+                self.decide(&stage.name, round, Status::Fail, &format!("{line}; revise"));
                 Ok(Self::send_back_or_fail(
                     stage,
                     round,
@@ -411,12 +346,7 @@ impl Executor<'_> {
                     findings,
                 ))
             }
-            PanelResult::ShortByErrors(failed) => {
-                let reason = format!(
-                    "the panel fell short of {} acceptance(s) only because {} sent no usable decision",
-                    panel.panel.agree,
-                    failed.join(", ")
-                );
+            PanelVerdict::Pause(reason) => {
                 self.decide(&stage.name, round, Status::Paused, &reason);
                 Ok(StageEnd::Pause { status: Status::Paused, reason, waiting_for: "reviewers".to_owned() })
             }
@@ -438,8 +368,10 @@ impl Executor<'_> {
         let passed = check.exit == Some(0) && !check.timed_out;
         let result = if check.timed_out {
             format!("timed out after {}", crate::exec::humanize(run.timeout))
+        } else if let Some(error) = &check.error {
+            format!("could not start: {error}")
         } else {
-            check.exit.map_or_else(|| "was killed".to_owned(), |code| format!("exited {code}"))
+            check.exit.map_or_else(|| "was killed by a signal".to_owned(), |code| format!("exited {code}"))
         };
         if passed {
             self.decide(&stage.name, round, Status::Pass, &format!("`{command}` {result}"));
@@ -674,6 +606,11 @@ fn feedback_line(finding: &Finding) -> String {
     line
 }
 
+fn listed(findings: &[Finding]) -> String {
+    let lines: Vec<String> = findings.iter().map(feedback_line).collect();
+    if lines.is_empty() { "none".to_owned() } else { lines.join(" | ") }
+}
+
 fn out_of_rounds(stage: &str, max: u32, findings: &[Finding]) -> String {
     let listed: Vec<String> = findings.iter().map(feedback_line).collect();
     format!(
@@ -681,10 +618,6 @@ fn out_of_rounds(stage: &str, max: u32, findings: &[Finding]) -> String {
         if max == 1 { "" } else { "s" },
         if listed.is_empty() { "none".to_owned() } else { listed.join(" | ") }
     )
-}
-
-fn first_sentence(text: &str) -> &str {
-    text.split_once(". ").map_or(text, |(first, _)| first)
 }
 
 fn list_or_none<'a>(items: impl Iterator<Item = &'a String>) -> String {
@@ -725,7 +658,7 @@ async fn run_command(workspace: &Path, stage: &str, round: u32, run: &RunStage) 
     let started = std::time::Instant::now();
     let finished = gavel_process::run(spec.timeout(run.timeout)).await;
     let ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-    let (exit, timed_out, output_tail) = match finished {
+    let (exit, timed_out, output_tail, error) = match finished {
         Ok(done) => {
             let exit = match done.outcome {
                 ProcessOutcome::Exited(code) => Some(code),
@@ -740,9 +673,9 @@ async fn run_command(workspace: &Path, stage: &str, round: u32, run: &RunStage) 
                 }
                 tail.push_str(&err);
             }
-            (exit, timed_out, tail)
+            (exit, timed_out, tail, None)
         }
-        Err(err) => (None, false, format!("could not start: {err}")),
+        Err(err) => (None, false, String::new(), Some(err.to_string())),
     };
-    CheckRun { stage: stage.to_owned(), round, argv, shell, exit, timed_out, ms, output_tail }
+    CheckRun { stage: stage.to_owned(), round, argv, shell, exit, timed_out, ms, output_tail, error }
 }

@@ -17,6 +17,9 @@ fn builtin(kind: RequestKind) -> Option<&'static str> {
         RequestKind::Write => Some(include_str!("../prompts/write.md")),
         RequestKind::Goal => Some(include_str!("../prompts/goal.md")),
         RequestKind::Review => Some(include_str!("../prompts/review.md")),
+        RequestKind::Merge => Some(include_str!("../prompts/merge.md")),
+        RequestKind::Vote => Some(include_str!("../prompts/vote.md")),
+        RequestKind::Judge => Some(include_str!("../prompts/judge.md")),
         _ => None,
     }
 }

@@ -10,6 +10,7 @@ use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use gavel_domain::rules::{Blocks, OnCap, Question, QuestionKind, default_questions};
 use gavel_domain::{Engine, Family, Located, SeatSpec};
 use gavel_seats::{BuildError, Seat, build_seat, seat_family};
 use serde::Deserialize;
@@ -43,7 +44,25 @@ struct FileWorkflow {
     #[serde(default)]
     max_kickbacks: Option<S<toml::Value>>,
     #[serde(default)]
-    judge: Option<S<toml::Table>>,
+    judge: Option<S<FileJudge>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileJudge {
+    #[serde(default)]
+    questions: BTreeMap<S<String>, S<FileQuestion>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileQuestion {
+    #[serde(rename = "type")]
+    kind: S<String>,
+    #[serde(default)]
+    instructions: String,
+    #[serde(default)]
+    criteria: BTreeMap<String, String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -141,24 +160,6 @@ pub struct Panel {
     pub synthesise: Option<String>,
 }
 
-/// What reaching the judge's cap means.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum OnCap {
-    /// The stage fails with the last findings.
-    Fail,
-    /// The stage passes.
-    Pass,
-}
-
-/// How the judge treats `block` findings.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Blocks {
-    /// Like any finding.
-    Judge,
-    /// A block always goes back while under the cap.
-    AlwaysBack,
-}
-
 /// How many rounds a reviewed stage gets, and who decides.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Refine {
@@ -213,6 +214,8 @@ pub struct BuildStage {
 pub struct RunStage {
     /// What to run.
     pub command: CommandSpec,
+    /// Where the command is written in the workflow file, for errors.
+    pub span: Range<usize>,
     /// How long it may take.
     pub timeout: Duration,
     /// The stage that gets the output as feedback when it fails.
@@ -286,6 +289,9 @@ pub struct Workflow {
     pub roles: BTreeMap<String, Vec<String>>,
     /// The stages in order.
     pub stages: Vec<Stage>,
+    /// The questions a judge answers each round: SPEC 4.2's defaults and the
+    /// workflow's own (`[judge.questions]`).
+    pub judge_questions: Vec<Question>,
     /// SHA-256 over the workflow file and the brief, hex.
     pub digest: String,
 }
@@ -317,6 +323,34 @@ impl Workflow {
     /// The seat a name refers to.
     pub fn seat(&self, name: &str) -> Option<&SeatEntry> {
         self.seats.get(name)
+    }
+
+    /// Checks that every `run` stage's program can be found (SPEC 6 `check`).
+    /// A program named by a path relative to the workspace may be written by
+    /// an earlier stage, so only programs looked up on `PATH` are required.
+    pub fn check_commands(&self, workspace: &Path) -> Result<(), Box<Located>> {
+        for stage in &self.stages {
+            let StageKind::Run(run) = &stage.kind else { continue };
+            let CommandSpec::Argv(argv) = &run.command else { continue };
+            let Some(program) = argv.first() else { continue };
+            if program.contains('/') {
+                continue;
+            }
+            let spec = gavel_process::SpawnSpec::new(program, workspace);
+            if let Err(err) = gavel_process::locate(&spec) {
+                let source = std::fs::read_to_string(&self.file).unwrap_or_default();
+                return Err(Box::new(
+                    Located::new(
+                        &self.file,
+                        &source,
+                        run.span.clone(),
+                        format!("stage `{}`: {err}", stage.name),
+                    )
+                    .with_hint(format!("install `{program}`, or name the program by its path")),
+                ));
+            }
+        }
+        Ok(())
     }
 }
 
@@ -379,13 +413,7 @@ impl Compiler<'_> {
                 "remove it; in the stages form, `refine` bounds the rounds",
             ));
         }
-        if let Some(judge) = &raw.judge {
-            return Err(self.err(
-                judge.span(),
-                "[judge] questions are not supported by this version of gavel yet",
-                "remove the [judge] table",
-            ));
-        }
+        let judge_questions = self.questions(raw.judge.as_ref())?;
 
         let options = self.options(raw.options.as_ref(), &dir)?;
         let brief = match &raw.brief {
@@ -414,7 +442,48 @@ impl Compiler<'_> {
 
         // The record keeps the absolute path, so a resume from any folder finds it.
         let file = std::path::absolute(self.file).unwrap_or_else(|_| self.file.to_owned());
-        Ok(Workflow { name, file, dir, brief, options, seats, roles, stages, digest })
+        Ok(Workflow { name, file, dir, brief, options, seats, roles, stages, judge_questions, digest })
+    }
+
+    fn questions(&self, raw: Option<&S<FileJudge>>) -> Result<Vec<Question>, Box<Located>> {
+        let mut questions = default_questions();
+        let Some(raw) = raw else { return Ok(questions) };
+        for (name, question) in &raw.get_ref().questions {
+            check_name(name.get_ref())
+                .map_err(|why| self.err(name.span(), format!("question name {why}"), NAME_HINT))?;
+            let q = question.get_ref();
+            let kind = match q.kind.get_ref().as_str() {
+                "probability" => QuestionKind::Probability,
+                "choice" => QuestionKind::Choice,
+                "boolean" => QuestionKind::Boolean,
+                "text" => QuestionKind::Text,
+                other => {
+                    return Err(self.err(
+                        q.kind.span(),
+                        format!("question type `{other}`"),
+                        "write \"probability\", \"choice\", \"boolean\" or \"text\"",
+                    ));
+                }
+            };
+            if kind == QuestionKind::Choice && q.criteria.len() < 2 {
+                return Err(self.err(
+                    question.span(),
+                    format!("the choice question `{}` needs at least two criteria", name.get_ref()),
+                    "add `criteria = { first = \"what it means\", second = \"...\" }`",
+                ));
+            }
+            let question = Question {
+                name: name.get_ref().clone(),
+                kind,
+                instructions: q.instructions.clone(),
+                criteria: q.criteria.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+            };
+            match questions.iter_mut().find(|existing| existing.name == question.name) {
+                Some(existing) => *existing = question,
+                None => questions.push(question),
+            }
+        }
+        Ok(questions)
     }
 
     fn options(&self, raw: Option<&S<FileOptions>>, dir: &Path) -> Result<RunOptions, Box<Located>> {
@@ -710,6 +779,7 @@ impl Compiler<'_> {
             };
             StageKind::Run(RunStage {
                 command: run.get_ref().clone(),
+                span: run.span(),
                 timeout,
                 sends_back_to: sends_back_to.clone(),
             })

@@ -14,4 +14,5 @@ mod lock;
 mod malformed;
 mod outcomes;
 mod record_damage;
+mod rounds;
 mod runs;
