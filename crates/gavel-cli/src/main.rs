@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use clap::{Args, Parser, Subcommand};
 use gavel_record::{RunState, exit, read_record};
-use gavel_runtime::{Approver, Observer, Outcome, RunError, StartRequest, Workflow, runs};
+use gavel_runtime::{Approver, Observer, Outcome, ResumeRequest, RunError, StartRequest, Workflow, runs};
 
 use crate::render::Style;
 
@@ -101,6 +101,9 @@ struct ResumeArgs {
     /// Answers for approve stages, for offline runs.
     #[arg(long, value_name = "FILE")]
     answers: Option<PathBuf>,
+    /// A new budget in US dollars, for a run paused by `max_cost_usd`.
+    #[arg(long, value_name = "USD")]
+    max_cost_usd: Option<f64>,
     /// Print the outcome as one JSON object on stdout.
     #[arg(long)]
     json: bool,
@@ -192,9 +195,13 @@ fn run(args: RunArgs, style: &Style) -> Result<i32, RunError> {
 
 fn resume(args: &ResumeArgs, style: &Style) -> Result<i32, RunError> {
     let record = locate(&args.run)?;
-    let approver = approver_for(args.answers.as_deref())?;
+    let request = ResumeRequest {
+        record,
+        approver: approver_for(args.answers.as_deref())?,
+        max_cost_usd: args.max_cost_usd,
+    };
     let progress = render::Progress::new(style);
-    let outcome = runtime()?.block_on(gavel_runtime::resume(&record, &progress, approver))?;
+    let outcome = runtime()?.block_on(gavel_runtime::resume(request, &progress))?;
     Ok(finish(&outcome, args.json, style))
 }
 
@@ -234,8 +241,9 @@ fn approve(args: &ApproveArgs, style: &Style) -> Result<i32, RunError> {
         by: approve::person(args.by.as_deref()),
         reason: args.reason.clone().unwrap_or_default(),
     };
+    let request = ResumeRequest { record, approver: Some(Arc::new(answer)), max_cost_usd: None };
     let progress = render::Progress::new(style);
-    let outcome = runtime()?.block_on(gavel_runtime::resume(&record, &progress, Some(Arc::new(answer))))?;
+    let outcome = runtime()?.block_on(gavel_runtime::resume(request, &progress))?;
     Ok(finish(&outcome, args.json, style))
 }
 

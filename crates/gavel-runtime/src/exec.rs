@@ -49,6 +49,18 @@ pub struct StartRequest {
     pub approver: Option<Arc<dyn Approver>>,
 }
 
+/// What `gavel resume` (and `gavel approve`) asks for.
+#[derive(Clone)]
+#[allow(missing_debug_implementations)] // holds a `dyn Approver`
+pub struct ResumeRequest {
+    /// The run's record.
+    pub record: PathBuf,
+    /// Who answers approve stages; without one, the run pauses at them.
+    pub approver: Option<Arc<dyn Approver>>,
+    /// A new budget, in place of the workflow's `max_cost_usd`.
+    pub max_cost_usd: Option<f64>,
+}
+
 /// Starts a new run and executes it until it passes, fails or pauses.
 pub async fn start(request: StartRequest, observer: &dyn Observer) -> Result<Outcome, RunError> {
     let StartRequest { workflow, workspace, run_id, record, approver } = request;
@@ -87,11 +99,9 @@ pub async fn start(request: StartRequest, observer: &dyn Observer) -> Result<Out
 
 /// Takes a run up again from its record: replays what is recorded, performs
 /// what is not. A finished run is walked without writing and reported.
-pub async fn resume(
-    record: &Path,
-    observer: &dyn Observer,
-    approver: Option<Arc<dyn Approver>>,
-) -> Result<Outcome, RunError> {
+pub async fn resume(request: ResumeRequest, observer: &dyn Observer) -> Result<Outcome, RunError> {
+    let ResumeRequest { record, approver, max_cost_usd } = request;
+    let record = record.as_path();
     let lock = RunLock::acquire(record)?;
     let recording = read_record(record)?;
     if let Some(torn) = &recording.torn {
@@ -104,7 +114,7 @@ pub async fn resume(
             record.display()
         )));
     }
-    let workflow = Workflow::load(Path::new(&state.file))?;
+    let mut workflow = Workflow::load(Path::new(&state.file))?;
     if workflow.digest != state.digest {
         return Err(RunError::Refused(format!(
             "the workflow {} or its brief changed since run `{}` started; a run resumes only against the files it started with; restore them, or start a new run with `gavel run`",
@@ -112,6 +122,9 @@ pub async fn resume(
         )));
     }
     check_supported(&workflow)?;
+    if let Some(limit) = max_cost_usd {
+        workflow.options.max_cost_usd = Some(limit);
+    }
     let ended = matches!(state.status, RunStatus::Ended { .. });
     let writer = RecordWriter::resume(record, lock, &recording, Durability::Synced)?;
     let mut journal = Journal::new(writer, &recording.events, observer);
@@ -249,10 +262,17 @@ impl<'o> Executor<'o> {
         while let Some(stage) = stages.get(index) {
             let feedback = incoming.remove(&stage.name).unwrap_or_default();
             let end = match &stage.kind {
-                StageKind::Build(build) => self.build_stage(stage, build, feedback).await?,
-                StageKind::Run(run) => self.run_stage(stage, run).await?,
-                StageKind::Panel(panel) => self.panel_stage(stage, panel).await?,
-                StageKind::Approve { files } => self.approve_stage(stage, files.as_deref())?,
+                StageKind::Build(build) => self.build_stage(stage, build, feedback).await,
+                StageKind::Run(run) => self.run_stage(stage, run).await,
+                StageKind::Panel(panel) => self.panel_stage(stage, panel).await,
+                StageKind::Approve { files } => self.approve_stage(stage, files.as_deref()),
+            };
+            let end = match end {
+                Err(spent @ RunError::BudgetSpent { .. }) => {
+                    // Never fail or kill for money: stop before the next request.
+                    return self.pause(Status::Paused, spent.to_string(), "budget".to_owned());
+                }
+                other => other?,
             };
             match end {
                 StageEnd::Pass => index += 1,
@@ -349,6 +369,12 @@ impl<'o> Executor<'o> {
             }
             if live.is_empty() {
                 break;
+            }
+            if let Some(limit) = self.workflow.options.max_cost_usd {
+                let spent = self.journal.usage().cost_usd;
+                if spent > limit {
+                    return Err(RunError::BudgetSpent { spent, limit });
+                }
             }
             let mut tasks = JoinSet::new();
             for (idx, key, prompt, turn, writes) in live {

@@ -24,7 +24,7 @@ use gavel_domain::{Located, Usage};
 use gavel_record::{Envelope, LockError, ReadError, WriteError, exit};
 use serde::Serialize;
 
-pub use exec::{StartRequest, check_supported, resume, start};
+pub use exec::{ResumeRequest, StartRequest, check_supported, resume, start};
 pub use workflow::Workflow;
 
 /// Receives progress while a run works. Implementations must be cheap: they
@@ -223,6 +223,15 @@ pub enum RunError {
     /// A prompt could not be rendered.
     #[error(transparent)]
     Prompt(#[from] prompts::PromptError),
+    /// The recorded cost passed the budget; the executor turns this into a
+    /// pause before any further request is sent.
+    #[error("budget_limited: ${spent:.4} spent of the ${limit:.4} budget")]
+    BudgetSpent {
+        /// Dollars recorded so far.
+        spent: f64,
+        /// The budget.
+        limit: f64,
+    },
 }
 
 impl RunError {
@@ -235,6 +244,7 @@ impl RunError {
             | RunError::Read(_)
             | RunError::Write(WriteError::Exists { .. } | WriteError::Locked(_)) => exit::INVALID,
             RunError::Write(_) | RunError::Prompt(_) => exit::INTERNAL,
+            RunError::BudgetSpent { .. } => exit::PAUSED,
         }
     }
 }

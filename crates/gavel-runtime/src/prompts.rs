@@ -74,7 +74,7 @@ impl Prompts {
         let template_error = |err: minijinja::Error| PromptError::Template {
             kind,
             origin: origin.clone(),
-            message: format!("{err:#}"),
+            message: err.to_string(),
         };
         let mut env = Environment::new();
         env.set_undefined_behavior(UndefinedBehavior::Strict);

@@ -20,6 +20,10 @@ fn example(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples").join(name).join("workflow.toml")
 }
 
+fn example_file(name: &str, file: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples").join(name).join(file).display().to_string()
+}
+
 fn record_of(workspace: &Path, run_id: &str) -> Vec<Value> {
     let path = workspace.join(".gavel/runs").join(run_id).join("events.jsonl");
     let text = std::fs::read_to_string(&path).unwrap();
@@ -61,13 +65,19 @@ fn run_json(cmd: &mut Command) -> (Option<i32>, Option<i32>, Value) {
     (output.status.code(), output.status.signal(), json)
 }
 
-fn check_example(name: &str) -> usize {
+fn check_example(name: &str, extra: &[&str]) -> usize {
     let workflow = example(name);
+    // Files named in the extra arguments live beside the example.
+    let extra: Vec<String> = extra
+        .iter()
+        .map(|a| if a.ends_with(".toml") { example_file(name, a) } else { (*a).to_owned() })
+        .collect();
     let base = tempfile::tempdir().unwrap();
     let (code, _, expected) = run_json(
         gavel()
             .args(["-q", "run", "--json", "--run-id", "base", "--workspace"])
             .arg(base.path())
+            .args(&extra)
             .arg(&workflow),
     );
     assert_eq!(code, Some(0), "{name}: the uninterrupted run passes");
@@ -82,13 +92,15 @@ fn check_example(name: &str) -> usize {
                 .env("GAVEL_CRASH_AFTER_SEQ", cut.to_string())
                 .args(["-q", "run", "--json", "--run-id", "cut", "--workspace"])
                 .arg(ws.path())
+                .args(&extra)
                 .arg(&workflow),
         );
         assert_eq!((code, signal), (None, Some(9)), "{name}: the run dies by SIGKILL after line {cut}");
         assert_eq!(record_of(ws.path(), "cut").len(), cut, "{name}: line {cut} is the last one written");
 
-        let (code, _, outcome) =
-            run_json(gavel().args(["-q", "resume", "--json", "cut", "--workspace"]).arg(ws.path()));
+        let (code, _, outcome) = run_json(
+            gavel().args(["-q", "resume", "--json", "cut", "--workspace"]).arg(ws.path()).args(&extra),
+        );
         assert_eq!(code, Some(0), "{name}: resume after line {cut} passes");
         assert_eq!(
             comparable(outcome),
@@ -115,15 +127,25 @@ fn check_example(name: &str) -> usize {
 
 #[test]
 fn hello_survives_a_kill_at_every_record_line() {
-    assert!(check_example("hello") >= 14);
+    assert!(check_example("hello", &[]) >= 14);
 }
 
 #[test]
 fn goal_check_survives_a_kill_at_every_record_line() {
-    assert!(check_example("goal-check") >= 19);
+    assert!(check_example("goal-check", &[]) >= 19);
 }
 
 #[test]
 fn threshold_panel_survives_a_kill_at_every_record_line() {
-    assert!(check_example("threshold-panel") >= 16);
+    assert!(check_example("threshold-panel", &[]) >= 16);
+}
+
+#[test]
+fn review_battery_survives_a_kill_at_every_record_line() {
+    assert!(check_example("review-battery", &[]) >= 40);
+}
+
+#[test]
+fn judge_stops_the_loop_survives_a_kill_at_every_record_line() {
+    assert!(check_example("judge-stops-the-loop", &["--answers", "approve.toml"]) >= 20);
 }
