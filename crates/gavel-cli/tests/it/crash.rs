@@ -70,7 +70,7 @@ fn check_example(name: &str, extra: &[&str]) -> usize {
     // Files named in the extra arguments live beside the example.
     let extra: Vec<String> = extra
         .iter()
-        .map(|a| if a.ends_with(".toml") { example_file(name, a) } else { (*a).to_owned() })
+        .map(|a| if *a == "approve.toml" { example_file(name, a) } else { (*a).to_owned() })
         .collect();
     let base = tempfile::tempdir().unwrap();
     let (code, _, expected) = run_json(
