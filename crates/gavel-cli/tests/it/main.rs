@@ -13,6 +13,7 @@ mod kill_resume;
 mod lock;
 mod malformed;
 mod outcomes;
+mod panel;
 mod record_damage;
 mod rounds;
 mod runs;
