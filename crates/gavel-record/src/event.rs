@@ -442,13 +442,16 @@ pub struct RunPause {
 }
 
 /// `run:resume`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunResume {
     /// Why the run was taken up again.
     pub reason: String,
     /// What it had been waiting for, if it was paused.
     #[serde(default)]
     pub waiting_for: String,
+    /// A new budget given with this resume; it holds for the rest of the run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_cost_usd: Option<f64>,
 }
 
 /// How a run ended.

@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use gavel_domain::RequestKind;
@@ -122,7 +122,9 @@ pub async fn resume(request: ResumeRequest, observer: &dyn Observer) -> Result<O
         )));
     }
     check_supported(&workflow)?;
-    if let Some(limit) = max_cost_usd {
+    // A budget raised on an earlier resume is in the record, so it survives
+    // a crash; a new one given now wins.
+    if let Some(limit) = max_cost_usd.or_else(|| budget_raised(&recording.events)) {
         workflow.options.max_cost_usd = Some(limit);
     }
     let ended = matches!(state.status, RunStatus::Ended { .. });
@@ -135,10 +137,18 @@ pub async fn resume(request: ResumeRequest, observer: &dyn Observer) -> Result<O
             }
             _ => ("resumed after an interruption".to_owned(), String::new()),
         };
-        journal.resume(reason, waiting_for)?;
+        journal.resume(reason, waiting_for, max_cost_usd)?;
     }
     let workspace = PathBuf::from(&state.workspace);
     Executor::new(workflow, workspace, state.run_id, journal, observer, approver).run().await
+}
+
+/// The last budget a resume raised, from the record.
+fn budget_raised(events: &[gavel_record::Envelope]) -> Option<f64> {
+    events.iter().rev().find_map(|e| match &e.event {
+        Event::RunResume(resume) => resume.max_cost_usd,
+        _ => None,
+    })
 }
 
 /// Refuses, before anything is recorded, a workflow this version cannot run.
@@ -206,10 +216,20 @@ pub(crate) struct Executor<'o> {
     pub(crate) workflow: Workflow,
     pub(crate) workspace: PathBuf,
     run_id: String,
-    pub(crate) journal: Journal<'o>,
     observer: &'o dyn Observer,
     pub(crate) approver: Option<Arc<dyn Approver>>,
-    pub(crate) run_id_for_asks: String,
+    pub(crate) prompts: Prompts,
+    /// What the walk changes. Nodes of a graph run at the same time and
+    /// share it; the lock is held only between awaits, never across one.
+    inner: Mutex<Inner<'o>>,
+}
+
+/// The executor's mutable state.
+pub(crate) struct Inner<'o> {
+    pub(crate) journal: Journal<'o>,
+    reports: Vec<StageReport>,
+    /// Rounds each stage has used so far in this walk of the run.
+    pub(crate) rounds_used: HashMap<String, u32>,
     /// Approval asks each approve stage has used so far in this walk.
     pub(crate) asks_used: HashMap<String, u32>,
     /// The first ask round of each approve stage's current pass.
@@ -220,10 +240,29 @@ pub(crate) struct Executor<'o> {
     pub(crate) skipped: HashMap<String, Vec<String>>,
     /// Each builder stage's files after its last finished round.
     pub(crate) last_build: HashMap<String, std::collections::BTreeMap<String, String>>,
-    pub(crate) prompts: Prompts,
-    reports: Vec<StageReport>,
-    /// Rounds each stage has used so far in this walk of the run.
-    pub(crate) rounds_used: HashMap<String, u32>,
+    /// Things the end of the run must say (a stage the loop breaker passed).
+    pub(crate) notes: Vec<String>,
+}
+
+impl Inner<'_> {
+    /// The report of `stage`, created on first use.
+    pub(crate) fn report(&mut self, stage: &str) -> &mut StageReport {
+        if let Some(i) = self.reports.iter().position(|r| r.stage == stage) {
+            return &mut self.reports[i];
+        }
+        self.reports.push(StageReport {
+            stage: stage.to_owned(),
+            rounds: 0,
+            status: Status::Pass,
+            decisions: Vec::new(),
+            goal_checks: Vec::new(),
+            reviews: Vec::new(),
+            synthesis: Vec::new(),
+            judge: Vec::new(),
+        });
+        let last = self.reports.len() - 1;
+        &mut self.reports[last]
+    }
 }
 
 impl<'o> Executor<'o> {
@@ -239,23 +278,37 @@ impl<'o> Executor<'o> {
         Self {
             workflow,
             workspace,
-            run_id_for_asks: run_id.clone(),
             run_id,
-            journal,
             observer,
             approver,
             prompts,
-            reports: Vec::new(),
-            rounds_used: HashMap::new(),
-            asks_used: HashMap::new(),
-            pass_first_ask: HashMap::new(),
-            history: HashMap::new(),
-            skipped: HashMap::new(),
-            last_build: HashMap::new(),
+            inner: Mutex::new(Inner {
+                journal,
+                reports: Vec::new(),
+                rounds_used: HashMap::new(),
+                asks_used: HashMap::new(),
+                pass_first_ask: HashMap::new(),
+                history: HashMap::new(),
+                skipped: HashMap::new(),
+                last_build: HashMap::new(),
+                notes: Vec::new(),
+            }),
         }
     }
 
-    async fn run(mut self) -> Result<Outcome, RunError> {
+    /// The mutable state, for one statement's worth of work.
+    pub(crate) fn st(&self) -> MutexGuard<'_, Inner<'o>> {
+        // A panic while holding the lock poisons it; the state is still the
+        // walk's best knowledge, so go on with it.
+        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The run's id.
+    pub(crate) fn run_id(&self) -> &str {
+        &self.run_id
+    }
+
+    async fn run(self) -> Result<Outcome, RunError> {
         let stages = self.workflow.stages.clone();
         let mut incoming: HashMap<String, Vec<Finding>> = HashMap::new();
         let mut index = 0;
@@ -277,7 +330,7 @@ impl<'o> Executor<'o> {
             match end {
                 StageEnd::Pass => index += 1,
                 StageEnd::SendBack { to, round, reason, findings } => {
-                    self.journal.emit(Event::Kickback(Kickback {
+                    self.st().journal.emit(Event::Kickback(Kickback {
                         from: stage.name.clone(),
                         round,
                         to: to.clone(),
@@ -293,44 +346,29 @@ impl<'o> Executor<'o> {
                 }
             }
         }
-        let summary = format!("every stage passed ({} in all)", stages.len());
+        let mut summary = format!("every stage passed ({} in all)", stages.len());
+        for note in &self.st().notes {
+            let _ = std::fmt::Write::write_fmt(&mut summary, format_args!("; {note}"));
+        }
         self.finish(EndStatus::Pass, summary)
     }
 
-    /// The report of `stage`, created on first use.
-    pub(crate) fn report(&mut self, stage: &str) -> &mut StageReport {
-        if let Some(i) = self.reports.iter().position(|r| r.stage == stage) {
-            return &mut self.reports[i];
-        }
-        self.reports.push(StageReport {
-            stage: stage.to_owned(),
-            rounds: 0,
-            status: Status::Pass,
-            decisions: Vec::new(),
-            goal_checks: Vec::new(),
-            reviews: Vec::new(),
-            synthesis: Vec::new(),
-            judge: Vec::new(),
-        });
-        let last = self.reports.len() - 1;
-        &mut self.reports[last]
-    }
-
     /// Starts the next round of `stage`, or `None` when it has used `max`.
-    pub(crate) fn next_round(&mut self, stage: &str, max: u32) -> Option<u32> {
-        let used = self.rounds_used.entry(stage.to_owned()).or_insert(0);
+    pub(crate) fn next_round(&self, stage: &str, max: u32) -> Option<u32> {
+        let mut st = self.st();
+        let used = st.rounds_used.entry(stage.to_owned()).or_insert(0);
         if *used >= max {
             return None;
         }
         *used += 1;
         let round = *used;
-        self.report(stage).rounds = round;
+        st.report(stage).rounds = round;
         Some(round)
     }
 
     /// Asks one seat until `parse` accepts a reply (see [`Self::ask_many`]).
     pub(crate) async fn ask_one<T>(
-        &mut self,
+        &self,
         target: Target,
         prompt_for: impl Fn(Option<&str>) -> Result<Prompt, RunError>,
         parse: impl Fn(&str) -> Result<T, String>,
@@ -345,7 +383,7 @@ impl<'o> Executor<'o> {
     /// as it lands. A target whose second failure since the last pause has no
     /// later attempt recorded gives up.
     pub(crate) async fn ask_many<T>(
-        &mut self,
+        &self,
         targets: Vec<Target>,
         prompt_for: impl Fn(usize, Option<&str>) -> Result<Prompt, RunError>,
         parse: impl Fn(&str) -> Result<T, String>,
@@ -358,8 +396,10 @@ impl<'o> Executor<'o> {
                 while done[idx].is_none() {
                     let key = target.key(slots[idx].attempt);
                     let prompt = prompt_for(idx, slots[idx].note.as_deref())?;
-                    let turn = self.journal.next_turn(&target.seat, target.kind);
-                    if let Some(recorded) = self.journal.seat_result(&key) {
+                    let turn = self.st().journal.next_turn(&target.seat, target.kind);
+                    // Bound first: the lock must be released before `settle` takes it.
+                    let recorded = self.st().journal.seat_result(&key);
+                    if let Some(recorded) = recorded {
                         done[idx] = self.settle(&recorded, &key, &mut slots[idx], &parse);
                     } else {
                         live.push((idx, key, prompt, turn, target.writes.clone()));
@@ -371,19 +411,20 @@ impl<'o> Executor<'o> {
                 break;
             }
             if let Some(limit) = self.workflow.options.max_cost_usd {
-                let spent = self.journal.usage().cost_usd;
-                if spent > limit {
+                let spent = self.st().journal.usage().cost_usd;
+                if spent >= limit {
                     return Err(RunError::BudgetSpent { spent, limit });
                 }
             }
             let mut tasks = JoinSet::new();
             for (idx, key, prompt, turn, writes) in live {
-                self.journal
+                self.st()
+                    .journal
                     .record_request(SeatRequest { key: key.clone(), prompt_sha256: prompt.sha256.clone() })?;
                 self.observer.on_seat_start(&key);
                 let Some(entry) = self.workflow.seat(&key.seat) else {
                     let error = format!("no seat named `{}`", key.seat);
-                    let recorded = self.journal.record_result(SeatResult::Error(SeatError {
+                    let recorded = self.st().journal.record_result(SeatResult::Error(SeatError {
                         key: key.clone(),
                         error,
                         ms: 0,
@@ -436,7 +477,7 @@ impl<'o> Executor<'o> {
             while let Some(joined) = tasks.join_next().await {
                 let (idx, key, result) = joined
                     .map_err(|err| RunError::Refused(format!("internal: a seat task failed: {err}")))?;
-                let recorded = self.journal.record_result(result)?;
+                let recorded = self.st().journal.record_result(result)?;
                 done[idx] = self.settle(&recorded, &key, &mut slots[idx], &parse);
             }
         }
@@ -458,11 +499,11 @@ impl<'o> Executor<'o> {
             },
             SeatResult::Error(error) => format!("the seat failed: {}", error.error),
         };
-        if recorded.seq > self.journal.last_pause_seq() {
+        if recorded.seq > self.st().journal.last_pause_seq() {
             slot.failures += 1;
         }
         let next = SeatKey { attempt: key.attempt + 1, ..key.clone() };
-        if slot.failures >= ATTEMPTS_PER_WINDOW && !self.journal.request_sent(&next) {
+        if slot.failures >= ATTEMPTS_PER_WINDOW && !self.st().journal.request_sent(&next) {
             return Some(Asked::GaveUp(failure, key.attempt));
         }
         slot.attempt = key.attempt + 1;
@@ -470,13 +511,13 @@ impl<'o> Executor<'o> {
         None
     }
 
-    fn pause(mut self, status: Status, reason: String, waiting_for: String) -> Result<Outcome, RunError> {
-        self.journal.pause(reason.clone(), waiting_for.clone())?;
+    fn pause(self, status: Status, reason: String, waiting_for: String) -> Result<Outcome, RunError> {
+        self.st().journal.pause(reason.clone(), waiting_for.clone())?;
         Ok(self.outcome(status, reason, Some(waiting_for)))
     }
 
-    fn finish(mut self, status: EndStatus, summary: String) -> Result<Outcome, RunError> {
-        let end = self.journal.end_run(status, summary)?;
+    fn finish(self, status: EndStatus, summary: String) -> Result<Outcome, RunError> {
+        let end = self.st().journal.end_run(status, summary)?;
         let status = match end.status {
             EndStatus::Pass => Status::Pass,
             EndStatus::Fail => Status::Fail,
@@ -485,15 +526,16 @@ impl<'o> Executor<'o> {
     }
 
     fn outcome(self, status: Status, summary: String, waiting_for: Option<String>) -> Outcome {
+        let inner = self.inner.into_inner().unwrap_or_else(PoisonError::into_inner);
         Outcome {
             status,
             summary,
             run_id: self.run_id,
-            record: self.journal.path().to_owned(),
-            rounds: self.journal.rounds(),
-            usage: self.journal.usage(),
+            record: inner.journal.path().to_owned(),
+            rounds: inner.journal.rounds(),
+            usage: inner.journal.usage(),
             waiting_for,
-            stages: self.reports,
+            stages: inner.reports,
         }
     }
 }

@@ -8,7 +8,6 @@
 //! resumes are session markers, always appended.
 
 use std::collections::{HashMap, HashSet};
-use std::future::Future;
 use std::path::Path;
 
 use gavel_domain::{RequestKind, Usage};
@@ -234,19 +233,14 @@ impl<'o> Journal<'o> {
         Ok(build)
     }
 
-    /// A command run, from the record or freshly performed by `perform`.
-    pub async fn check_run<F: Future<Output = CheckRun>>(
-        &mut self,
-        stage: &str,
-        round: u32,
-        perform: impl FnOnce() -> F,
-    ) -> Result<CheckRun, WriteError> {
-        if let Some(check) = self.checks.get(&(stage.to_owned(), round)) {
-            return Ok(check.clone());
-        }
-        let check = perform().await;
-        self.append(Event::CheckRun(check.clone()))?;
-        Ok(check)
+    /// A command run the record holds, if any.
+    pub fn check_run(&self, stage: &str, round: u32) -> Option<CheckRun> {
+        self.checks.get(&(stage.to_owned(), round)).cloned()
+    }
+
+    /// Records a command run just performed.
+    pub fn record_check(&mut self, check: CheckRun) -> Result<(), WriteError> {
+        self.append(Event::CheckRun(check)).map(|_| ())
     }
 
     /// The recorded ask of an approve stage's `round`, if any.
@@ -270,8 +264,13 @@ impl<'o> Journal<'o> {
     }
 
     /// Records that this process takes the run up again.
-    pub fn resume(&mut self, reason: String, waiting_for: String) -> Result<(), WriteError> {
-        self.append(Event::RunResume(RunResume { reason, waiting_for })).map(|_| ())
+    pub fn resume(
+        &mut self,
+        reason: String,
+        waiting_for: String,
+        max_cost_usd: Option<f64>,
+    ) -> Result<(), WriteError> {
+        self.append(Event::RunResume(RunResume { reason, waiting_for, max_cost_usd })).map(|_| ())
     }
 
     /// Records the end of the run (once).

@@ -79,7 +79,7 @@ impl Executor<'_> {
 
     /// A builder stage: build → goal check → reviews → route, round by round.
     pub(crate) async fn build_stage(
-        &mut self,
+        &self,
         stage: &Stage,
         build: &BuildStage,
         incoming: Vec<Finding>,
@@ -89,10 +89,10 @@ impl Executor<'_> {
         let mut previous_sent: Option<Vec<Finding>> = None;
         loop {
             let Some(round) = self.next_round(&stage.name, max_rounds) else {
-                self.report(&stage.name).status = Status::Fail;
+                self.st().report(&stage.name).status = Status::Fail;
                 return Ok(StageEnd::Fail(out_of_rounds(&stage.name, max_rounds, &feedback)));
             };
-            self.journal.emit(Event::StageStart(StageStart { stage: stage.name.clone(), round }))?;
+            self.st().journal.emit(Event::StageStart(StageStart { stage: stage.name.clone(), round }))?;
 
             // 1. Build.
             let requirements = self.brief_requirements();
@@ -127,7 +127,7 @@ impl Executor<'_> {
                 });
             }
             let workspace = self.workspace.clone();
-            let done = self.journal.build_done(&stage.name, round, || {
+            let done = self.st().journal.build_done(&stage.name, round, || {
                 observe_build(&workspace, &stage.name, round, &build.writes)
             })?;
             let files = self.file_views(&build.writes);
@@ -192,7 +192,7 @@ impl Executor<'_> {
                         listed(&findings)
                     )));
                 }
-                PanelVerdict::Back(findings, line) => {
+                PanelVerdict::Back { feedback: findings, plain, line } => {
                     self.decide(
                         &stage.name,
                         round,
@@ -205,12 +205,13 @@ impl Executor<'_> {
                         &done,
                         &format!("{} finding(s) sent back", findings.len()),
                     );
-                    findings
+                    (findings, plain)
                 }
             };
+            let (sent, plain) = sent;
             // The loop breaker: the same findings twice in a row will not converge.
             if let Some(previous) = &previous_sent
-                && rules::same_findings(previous, &sent)
+                && rules::same_findings(previous, &plain)
             {
                 let reason = format!(
                     "not_converging: round {round} would send back the same findings as round {}",
@@ -219,6 +220,10 @@ impl Executor<'_> {
                 let passes = matches!(build.refine, Refine::Judge { on_cap: OnCap::Pass, .. });
                 self.decide(&stage.name, round, if passes { Status::Pass } else { Status::Fail }, &reason);
                 if passes {
+                    // The record must say why a stage with findings left passed.
+                    self.st()
+                        .notes
+                        .push(format!("stage `{}` stopped by on_cap = \"pass\": {reason}", stage.name));
                     return Ok(StageEnd::Pass);
                 }
                 return Ok(StageEnd::Fail(format!(
@@ -227,14 +232,14 @@ impl Executor<'_> {
                     listed(&sent)
                 )));
             }
-            previous_sent = Some(sent.clone());
+            previous_sent = Some(plain);
             feedback = sent;
         }
     }
 
     /// Adds one line about a finished round to the stage's history (the judge reads it).
-    fn note_round(&mut self, stage: &str, round: u32, done: &BuildDone, what: &str) {
-        let previous = self.last_build.insert(stage.to_owned(), done.files.clone());
+    fn note_round(&self, stage: &str, round: u32, done: &BuildDone, what: &str) {
+        let previous = self.st().last_build.insert(stage.to_owned(), done.files.clone());
         let changed: Vec<&String> = done
             .files
             .iter()
@@ -246,19 +251,24 @@ impl Executor<'_> {
         } else {
             format!("changed {}", list_or_none(changed.into_iter()))
         };
-        self.history.entry(stage.to_owned()).or_default().push(format!("round {round}: {changed}; {what}"));
+        self.st()
+            .history
+            .entry(stage.to_owned())
+            .or_default()
+            .push(format!("round {round}: {changed}; {what}"));
     }
 
     /// Records one round's decision line in the stage's report.
-    fn decide(&mut self, stage: &str, round: u32, status: Status, line: &str) {
-        let report = self.report(stage);
+    fn decide(&self, stage: &str, round: u32, status: Status, line: &str) {
+        let mut st = self.st();
+        let report = st.report(stage);
         report.status = status;
         report.decisions.push(format!("round {round}: {line}"));
     }
 
     /// The goal check (SPEC 4 step 2).
     async fn goal_check(
-        &mut self,
+        &self,
         stage: &Stage,
         round: u32,
         build: &BuildStage,
@@ -289,7 +299,7 @@ impl Executor<'_> {
         match self.ask_one(target, |note| Ok(with_note(&prompt, note)), parse).await? {
             Asked::GaveUp(last, _) => Ok(GoalResult::Unreadable(last)),
             Asked::Answer(reply, _) => {
-                self.journal.emit(Event::GoalCheck(GoalCheck {
+                self.st().journal.emit(Event::GoalCheck(GoalCheck {
                     stage: stage.name.clone(),
                     round,
                     requirements: reply.requirements.clone(),
@@ -299,7 +309,7 @@ impl Executor<'_> {
                     .iter()
                     .map(|r| format!("{}: {} ({})", r.verdict.as_str(), r.requirement, r.evidence))
                     .collect();
-                self.report(&stage.name).goal_checks.push(crate::RoundLines { round, lines });
+                self.st().report(&stage.name).goal_checks.push(crate::RoundLines { round, lines });
                 let unmet: Vec<Finding> = reply
                     .requirements
                     .iter()
@@ -320,15 +330,11 @@ impl Executor<'_> {
     }
 
     /// A `panel` stage: reviewers judge every file written so far.
-    pub(crate) async fn panel_stage(
-        &mut self,
-        stage: &Stage,
-        panel: &PanelStage,
-    ) -> Result<StageEnd, RunError> {
+    pub(crate) async fn panel_stage(&self, stage: &Stage, panel: &PanelStage) -> Result<StageEnd, RunError> {
         let Some(round) = self.next_round(&stage.name, u32::MAX) else {
             return Ok(StageEnd::Fail(format!("stage `{}` ran out of rounds", stage.name)));
         };
-        self.journal.emit(Event::StageStart(StageStart { stage: stage.name.clone(), round }))?;
+        self.st().journal.emit(Event::StageStart(StageStart { stage: stage.name.clone(), round }))?;
         let written = self.files_written_before(&stage.name);
         let files = self.file_views(&written);
         match self.panel_round(&stage.name, round, &panel.panel, &files, None).await? {
@@ -336,7 +342,7 @@ impl Executor<'_> {
                 self.decide(&stage.name, round, Status::Pass, &line);
                 Ok(StageEnd::Pass)
             }
-            PanelVerdict::Back(findings, line) | PanelVerdict::Fail(findings, line) => {
+            PanelVerdict::Back { feedback: findings, line, .. } | PanelVerdict::Fail(findings, line) => {
                 self.decide(&stage.name, round, Status::Fail, &format!("{line}; revise"));
                 Ok(Self::send_back_or_fail(
                     stage,
@@ -354,16 +360,20 @@ impl Executor<'_> {
     }
 
     /// A `run` stage: the command is the gate.
-    pub(crate) async fn run_stage(&mut self, stage: &Stage, run: &RunStage) -> Result<StageEnd, RunError> {
+    pub(crate) async fn run_stage(&self, stage: &Stage, run: &RunStage) -> Result<StageEnd, RunError> {
         let Some(round) = self.next_round(&stage.name, u32::MAX) else {
             return Ok(StageEnd::Fail(format!("stage `{}` ran out of rounds", stage.name)));
         };
-        self.journal.emit(Event::StageStart(StageStart { stage: stage.name.clone(), round }))?;
+        self.st().journal.emit(Event::StageStart(StageStart { stage: stage.name.clone(), round }))?;
         let workspace = self.workspace.clone();
-        let check = self
-            .journal
-            .check_run(&stage.name, round, || run_command(&workspace, &stage.name, round, run))
-            .await?;
+        let recorded = self.st().journal.check_run(&stage.name, round);
+        let check = if let Some(check) = recorded {
+            check
+        } else {
+            let check = run_command(&workspace, &stage.name, round, run).await;
+            self.st().journal.record_check(check.clone())?;
+            check
+        };
         let command = command_text(&run.command);
         let passed = check.exit == Some(0) && !check.timed_out;
         let result = if check.timed_out {
@@ -394,36 +404,41 @@ impl Executor<'_> {
     /// approval is bound to each file's SHA-256 when asked; bytes that changed
     /// since are refused and asked for again.
     pub(crate) fn approve_stage(
-        &mut self,
+        &self,
         stage: &Stage,
         files: Option<&[String]>,
     ) -> Result<StageEnd, RunError> {
         let Some(stage_round) = self.next_round(&stage.name, u32::MAX) else {
             return Ok(StageEnd::Fail(format!("stage `{}` ran out of rounds", stage.name)));
         };
-        self.journal.emit(Event::StageStart(StageStart { stage: stage.name.clone(), round: stage_round }))?;
+        self.st()
+            .journal
+            .emit(Event::StageStart(StageStart { stage: stage.name.clone(), round: stage_round }))?;
         let files: Vec<String> =
             files.map_or_else(|| self.files_written_before(&stage.name), <[String]>::to_vec);
         // Asks are numbered per stage across its passes, so a second pass
         // (after a send-back) asks afresh for the bytes it then has.
-        let mut ask_round = self.asks_used.get(&stage.name).copied().unwrap_or(0) + 1;
-        self.pass_first_ask.insert(stage.name.clone(), ask_round);
+        let mut ask_round = self.st().asks_used.get(&stage.name).copied().unwrap_or(0) + 1;
+        self.st().pass_first_ask.insert(stage.name.clone(), ask_round);
         let mut asked_again = false;
         loop {
-            self.asks_used.insert(stage.name.clone(), ask_round);
-            let asked = if let Some(ask) = self.journal.approval_ask(&stage.name, ask_round) {
-                ask.files.clone()
+            self.st().asks_used.insert(stage.name.clone(), ask_round);
+            let existing =
+                self.st().journal.approval_ask(&stage.name, ask_round).map(|ask| ask.files.clone());
+            let asked = if let Some(files) = existing {
+                files
             } else {
                 asked_again = ask_round > self.asks_used_before(&stage.name);
                 let hashes = self.hashes(&files);
-                self.journal.emit(Event::ApprovalRequest(gavel_record::event::ApprovalRequest {
+                self.st().journal.emit(Event::ApprovalRequest(gavel_record::event::ApprovalRequest {
                     stage: stage.name.clone(),
                     round: ask_round,
                     files: hashes.clone(),
                 }))?;
                 hashes
             };
-            if let Some(recorded) = self.journal.approval(&stage.name, ask_round).cloned() {
+            let recorded = self.st().journal.approval(&stage.name, ask_round).cloned();
+            if let Some(recorded) = recorded {
                 let approval = recorded.value;
                 if approval.approved {
                     let line = format!(
@@ -440,7 +455,7 @@ impl Executor<'_> {
                 self.decide(&stage.name, stage_round, Status::Fail, &line);
                 return Ok(StageEnd::Fail(format!("stage `{}`: {line}", stage.name)));
             }
-            if self.journal.approval_ask(&stage.name, ask_round + 1).is_some() {
+            if self.st().journal.approval_ask(&stage.name, ask_round + 1).is_some() {
                 // The bytes changed before this ask was answered; the record
                 // asked again.
                 ask_round += 1;
@@ -456,11 +471,14 @@ impl Executor<'_> {
                     "changed since the approval was asked for: {}",
                     changed.iter().map(|f| f.as_str()).collect::<Vec<_>>().join(", ")
                 );
-                self.report(&stage.name).decisions.push(format!("round {stage_round}: {note}; asked again"));
+                self.st()
+                    .report(&stage.name)
+                    .decisions
+                    .push(format!("round {stage_round}: {note}; asked again"));
                 continue;
             }
             let ask = crate::ApprovalAsk {
-                run_id: self.run_id_for_asks.clone(),
+                run_id: self.run_id().to_owned(),
                 stage: stage.name.clone(),
                 round: ask_round,
                 files: asked.clone(),
@@ -484,7 +502,7 @@ impl Executor<'_> {
                     waiting_for: format!("approval of stage {}", stage.name),
                 });
             };
-            self.journal.record_approval(gavel_record::event::Approval {
+            self.st().journal.record_approval(gavel_record::event::Approval {
                 stage: stage.name.clone(),
                 round: ask_round,
                 files: asked,
@@ -497,7 +515,7 @@ impl Executor<'_> {
 
     /// The first ask round of the stage's current pass, minus one.
     fn asks_used_before(&self, stage: &str) -> u32 {
-        self.pass_first_ask.get(stage).copied().unwrap_or(1)
+        self.st().pass_first_ask.get(stage).copied().unwrap_or(1)
     }
 
     /// Each file's SHA-256 as it is now (a missing file hashes as "missing").

@@ -26,8 +26,10 @@ use crate::{JudgeRound, RunError, SynthesisLine, SynthesisRound};
 pub(crate) enum PanelVerdict {
     /// The work passes; the line says why.
     Pass(String),
-    /// These findings go back (with the judge's reasons, when one decided).
-    Back(Vec<Finding>, String),
+    /// These findings go back: as the builder reads them (with the judge's
+    /// reasons, when one decided), and as the reviewers raised them (which
+    /// the loop breaker compares round to round).
+    Back { feedback: Vec<Finding>, plain: Vec<Finding>, line: String },
     /// The stage fails with these findings.
     Fail(Vec<Finding>, String),
     /// Short of `agree` only by engine errors: the run waits for the reviewers.
@@ -42,7 +44,7 @@ struct Reviews {
     /// Every raw finding, passing reviewers' included, in reviewer order.
     raw: Vec<RawEntry>,
     /// The raw findings of the reviewers that asked for a revision.
-    revisers: Vec<Finding>,
+    revisers: Vec<RawEntry>,
 }
 
 #[derive(Debug, Serialize)]
@@ -121,7 +123,7 @@ impl Executor<'_> {
     /// One round of a panel over `files`; `refine` carries the judge, when
     /// the stage has one.
     pub(crate) async fn panel_round(
-        &mut self,
+        &self,
         stage: &str,
         round: u32,
         panel: &Panel,
@@ -138,7 +140,8 @@ impl Executor<'_> {
             votes_by_id = votes;
             left
         } else {
-            reviews.revisers.clone()
+            // Without a merge, raw findings become F1..Fn in reviewer order (SPEC 3).
+            rules::unmerged(&reviews.revisers)
         };
 
         let count = PanelCount {
@@ -166,13 +169,15 @@ impl Executor<'_> {
 
         let Some(Refine::Judge { judge, cap, on_cap, blocks }) = refine else {
             return Ok(match outcome {
-                PanelOutcome::Revise => PanelVerdict::Back(remaining, panel_line),
+                PanelOutcome::Revise => {
+                    PanelVerdict::Back { feedback: remaining.clone(), plain: remaining, line: panel_line }
+                }
                 PanelOutcome::Pass | PanelOutcome::ShortByErrors => PanelVerdict::Pass(panel_line),
             });
         };
 
         // The judge: every round the reviews ran.
-        let history = self.history.get(stage).cloned().unwrap_or_default();
+        let history = self.st().history.get(stage).cloned().unwrap_or_default();
         let context = JudgeContext {
             stage,
             round,
@@ -242,7 +247,7 @@ impl Executor<'_> {
                     .collect()
             })
             .unwrap_or_default();
-        self.journal.emit(Event::RefineJudge(RefineJudge {
+        self.st().journal.emit(Event::RefineJudge(RefineJudge {
             stage: stage.to_owned(),
             round,
             route,
@@ -259,7 +264,7 @@ impl Executor<'_> {
                 remaining.iter().find(|f| &f.id == id).map(|f| format!("{} (skipped: {why})", f.evidence))
             })
             .collect();
-        self.skipped.insert(stage.to_owned(), skipped);
+        self.st().skipped.insert(stage.to_owned(), skipped);
         let lines = remaining
             .iter()
             .map(|f| {
@@ -272,7 +277,7 @@ impl Executor<'_> {
                 format!("{word}: {} ({why})", f.evidence)
             })
             .collect();
-        self.report(stage).judge.push(JudgeRound {
+        self.st().report(stage).judge.push(JudgeRound {
             round,
             route: route.as_str().to_owned(),
             reason: reason.clone(),
@@ -281,9 +286,10 @@ impl Executor<'_> {
 
         let reasons: BTreeMap<&str, &str> =
             judgements.iter().map(|j| (j.finding.as_str(), j.reason.as_str())).collect();
-        let acted: Vec<Finding> = remaining
+        let plain: Vec<Finding> =
+            remaining.iter().filter(|f| decision.acted.contains(&f.id)).cloned().collect();
+        let acted: Vec<Finding> = plain
             .iter()
-            .filter(|f| decision.acted.contains(&f.id))
             .map(|f| {
                 let mut f = f.clone();
                 if let Some(why) = reasons.get(f.id.as_str()).filter(|r| !r.is_empty()) {
@@ -294,14 +300,25 @@ impl Executor<'_> {
             .collect();
         Ok(match route {
             Route::Pass => PanelVerdict::Pass(format!("judge: {reason}")),
-            Route::Again => PanelVerdict::Back(acted, format!("judge: {reason}")),
+            Route::Again => PanelVerdict::Back { feedback: acted, plain, line: format!("judge: {reason}") },
             Route::Fail => PanelVerdict::Fail(acted, reason),
         })
     }
 
+    /// A stage's `desc` and `gate`, as reviewers are told them.
+    fn stage_texts(&self, stage: &str) -> (String, String) {
+        let texts = self.workflow.stages.iter().find(|s| s.name == stage).map(|s| match &s.kind {
+            crate::workflow::StageKind::Build(b) => (b.desc.clone(), b.gate.clone()),
+            crate::workflow::StageKind::Panel(p) => (p.desc.clone(), p.gate.clone()),
+            _ => (None, None),
+        });
+        let (desc, gate) = texts.unwrap_or_default();
+        (desc.unwrap_or_default(), gate.unwrap_or_default())
+    }
+
     /// The reviewers read at the same time; each decision is recorded.
     async fn reviews(
-        &mut self,
+        &self,
         stage: &str,
         round: u32,
         panel: &Panel,
@@ -309,7 +326,8 @@ impl Executor<'_> {
         files: &[FileView],
     ) -> Result<Reviews, RunError> {
         let requirements = self.workflow.brief.as_ref().map(|b| b.requirements.clone()).unwrap_or_default();
-        let skipped = self.skipped.get(stage).cloned().unwrap_or_default();
+        let skipped = self.st().skipped.get(stage).cloned().unwrap_or_default();
+        let (desc, gate) = self.stage_texts(stage);
         let mut prompts = Vec::new();
         for name in names {
             let context = ReviewContext {
@@ -318,8 +336,8 @@ impl Executor<'_> {
                 reviewer: name,
                 brief: self.workflow.brief.as_ref().map_or("", |b| b.body.as_str()),
                 requirements: &requirements,
-                desc: "",
-                gate: "",
+                desc: &desc,
+                gate: &gate,
                 files,
                 skipped: &skipped,
             };
@@ -354,6 +372,9 @@ impl Executor<'_> {
                             f
                         })
                         .collect::<Vec<_>>();
+                    if reply.decision == Decision::Revise {
+                        reviews.revisers.extend(raw.iter().cloned());
+                    }
                     reviews.raw.extend(raw);
                     let outcome = match reply.decision {
                         Decision::Pass => {
@@ -362,7 +383,6 @@ impl Executor<'_> {
                         }
                         Decision::Revise => {
                             reviews.revised += 1;
-                            reviews.revisers.extend(findings.iter().cloned());
                             ReviewOutcome::Revise
                         }
                     };
@@ -384,7 +404,7 @@ impl Executor<'_> {
                 f.members.clear();
                 f
             });
-            self.journal.emit(Event::ReviewDecision(ReviewDecision {
+            self.st().journal.emit(Event::ReviewDecision(ReviewDecision {
                 stage: stage.to_owned(),
                 round,
                 reviewer: name.clone(),
@@ -393,7 +413,7 @@ impl Executor<'_> {
                 attempt,
             }))?;
         }
-        self.report(stage).reviews.push(crate::RoundLines { round, lines });
+        self.st().report(stage).reviews.push(crate::RoundLines { round, lines });
         Ok(reviews)
     }
 
@@ -401,7 +421,7 @@ impl Executor<'_> {
     /// findings left (fix replaced where most preferred a better one) and
     /// the votes on each finding.
     async fn synthesise(
-        &mut self,
+        &self,
         stage: &str,
         round: u32,
         panel: &Panel,
@@ -540,14 +560,14 @@ impl Executor<'_> {
                 left.push(kept);
             }
         }
-        self.journal.emit(Event::ReviewSynthesis(ReviewSynthesis {
+        self.st().journal.emit(Event::ReviewSynthesis(ReviewSynthesis {
             stage: stage.to_owned(),
             round,
             entries,
             merge_failed,
             no_votes_from: failed,
         }))?;
-        self.report(stage).synthesis.push(SynthesisRound { round, entries: report_entries });
+        self.st().report(stage).synthesis.push(SynthesisRound { round, entries: report_entries });
         Ok((left, votes_by_id))
     }
 }

@@ -227,6 +227,10 @@ pub struct RunStage {
 pub struct PanelStage {
     /// The panel.
     pub panel: Panel,
+    /// What the reviewers are asked to check.
+    pub desc: Option<String>,
+    /// When the work counts as done.
+    pub gate: Option<String>,
     /// The stage that gets the findings.
     pub sends_back_to: Option<String>,
 }
@@ -786,6 +790,8 @@ impl Compiler<'_> {
         } else if let Some(panel) = &raw.panel {
             StageKind::Panel(PanelStage {
                 panel: self.panel(panel, raw, resolver)?,
+                desc: raw.desc.clone(),
+                gate: raw.gate.clone(),
                 sends_back_to: sends_back_to.clone(),
             })
         } else if let Some(approve) = &raw.approve {

@@ -767,7 +767,6 @@ fn the_loop_breaker_with_on_cap_pass_passes_the_stage_after_round_two() {
 }
 
 #[test]
-#[ignore = "bug: the loop breaker fingerprints the evidence after the judge's reason is appended (review.rs `acted`), so a judge that words its reason differently each round defeats it: 5 rounds, not 2"]
 fn the_loop_breaker_sees_the_same_finding_whatever_reason_the_judge_gives() {
     let ws = workspace();
     let flow = panel_fixture("loop");
@@ -786,7 +785,6 @@ fn the_loop_breaker_sees_the_same_finding_whatever_reason_the_judge_gives() {
 }
 
 #[test]
-#[ignore = "bug: a stage passed by the loop breaker (on_cap = \"pass\") leaves no trace of why in the record: its last refine:judge says route \"again\", and nothing names not_converging"]
 fn a_stage_passed_by_the_loop_breaker_records_why() {
     let ws = workspace();
     let flow = panel_fixture("loop");
@@ -796,7 +794,6 @@ fn a_stage_passed_by_the_loop_breaker_records_why() {
 }
 
 #[test]
-#[ignore = "bug: without a merge the judge is shown raw ids (`page-1.1`), not F1..Fn (SPEC 3), so a judge that skips `F1` (as the shipped judge prompt's own example names it) is ignored and the finding is acted on"]
 fn a_judge_names_unmerged_findings_f1_to_fn() {
     let ws = workspace();
     let flow = panel_fixture("loop");
@@ -876,7 +873,6 @@ fn a_spent_budget_pauses_between_requests_until_a_new_budget_is_given() {
 }
 
 #[test]
-#[ignore = "bug: a budget raised with `gavel resume --max-cost-usd` is not recorded, so after a kill a plain `gavel resume` pauses for the old budget instead of reaching the uninterrupted run's outcome (SPEC 5)"]
 fn a_raised_budget_survives_a_kill() {
     let ws = workspace();
     let flow = panel_fixture("budget");
