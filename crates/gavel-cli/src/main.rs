@@ -6,6 +6,7 @@
 
 mod approve;
 mod describe;
+mod goal;
 mod render;
 
 use std::io::{IsTerminal as _, Write as _};
@@ -44,6 +45,12 @@ enum Command {
     Approve(ApproveArgs),
     /// Validate a workflow: references, seats, scripts, brief. Runs nothing.
     Check(CheckArgs),
+    /// Goals: outcomes with acceptance criteria that commands prove (new, evaluate, status, ...).
+    Goal(goal::GoalArgs),
+    /// Agent hooks: `gavel hook stop` for Claude Code's Stop hook, and `gavel hook install`.
+    Hook(goal::HookArgs),
+    /// Print a JSON Schema (`gavel schema goal`).
+    Schema(goal::SchemaArgs),
 }
 
 #[derive(Debug, Args)]
@@ -165,6 +172,9 @@ fn dispatch(command: Command, style: &Style) -> Result<i32, RunError> {
         Command::Log(args) => log(&args, style),
         Command::Approve(args) => approve(&args, style),
         Command::Check(args) => check(&args, style),
+        Command::Goal(args) => goal::goal(args, style),
+        Command::Hook(args) => goal::hook(args, style),
+        Command::Schema(args) => goal::schema(&args),
     }
 }
 

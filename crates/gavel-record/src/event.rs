@@ -14,8 +14,12 @@ use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 
 /// One line of the record.
+///
+/// Generic over the event type so another log (a goal's record) can use the
+/// same envelope, writer and reader with its own kinds; `E` defaults to the
+/// run record's [`Event`], so run code never names it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Envelope {
+pub struct Envelope<E = Event> {
     /// The record format's major version ([`crate::FORMAT_VERSION`]).
     pub v: u32,
     /// Position in the record, counting from 1 without gaps.
@@ -24,7 +28,20 @@ pub struct Envelope {
     pub at: Timestamp,
     /// The event: its `kind` and `data`.
     #[serde(flatten)]
-    pub event: Event,
+    pub event: E,
+}
+
+/// An event type a record can hold: the run record's [`Event`], or another
+/// log's own kinds written in the same envelope under the same rules
+/// (SPEC 5). Its serde form must be adjacently tagged as `kind` + `data`.
+pub trait RecordEvent: Serialize + serde::de::DeserializeOwned + std::fmt::Debug + Clone {
+    /// Every kind this version of gavel knows, for "written by a newer
+    /// gavel" messages.
+    const KINDS: &'static [&'static str];
+}
+
+impl RecordEvent for Event {
+    const KINDS: &'static [&'static str] = &Event::KINDS;
 }
 
 /// Every event kind a record may hold (SPEC 5). Others may be added; none removed.

@@ -11,6 +11,11 @@
 //! It must not know about seats, workflows or rounds beyond the event types:
 //! the runtime decides what to record, this crate only makes it durable.
 //!
+//! Other logs with the same rules (a goal's record, `gavel-goals`) bring their
+//! own event enum through [`RecordEvent`] and use the same envelope, writer
+//! and reader (`RecordWriter::<E>::create_typed`, `read_record_typed::<E>`);
+//! the run record's types are the defaults, so run code never names `E`.
+//!
 //! ## Format-change checklist
 //!
 //! The record is a persisted, pinned format. Before changing anything here:
@@ -27,10 +32,10 @@ pub mod lock;
 pub mod read;
 pub mod write;
 
-pub use event::{Envelope, Event};
+pub use event::{Envelope, Event, RecordEvent};
 pub use fold::{RunState, RunStatus};
 pub use lock::{LockError, RunLock};
-pub use read::{ReadError, Recording, read_record};
+pub use read::{ReadError, Recording, read_record, read_record_typed};
 pub use write::{RecordWriter, WriteError};
 
 /// The record format's major version, written as `v` on every line.

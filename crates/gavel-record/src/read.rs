@@ -4,17 +4,24 @@
 use std::path::{Path, PathBuf};
 
 use crate::FORMAT_VERSION;
-use crate::event::{Envelope, Event};
+use crate::event::{Envelope, Event, RecordEvent};
 
 /// A record as read from disk.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct Recording {
+#[derive(Debug, Clone, PartialEq)]
+pub struct Recording<E = Event> {
     /// Every whole event, in order.
-    pub events: Vec<Envelope>,
+    pub events: Vec<Envelope<E>>,
     /// The torn last line, when a crash cut one short.
     pub torn: Option<TornLine>,
     /// Bytes of the file that hold whole events; a resume truncates to it.
     pub valid_len: u64,
+}
+
+// By hand: a derived `Default` would ask `E: Default`, which no event type is.
+impl<E> Default for Recording<E> {
+    fn default() -> Self {
+        Self { events: Vec::new(), torn: None, valid_len: 0 }
+    }
 }
 
 /// A last line cut short by a crash mid-write.
@@ -62,14 +69,25 @@ pub enum ReadError {
     },
 }
 
-/// Reads the record at `path`.
+/// Reads the run record at `path`.
 pub fn read_record(path: &Path) -> Result<Recording, ReadError> {
-    let bytes = std::fs::read(path).map_err(|source| ReadError::Io { path: path.to_owned(), source })?;
-    parse_record(path, &bytes)
+    read_record_typed(path)
 }
 
-/// Parses a record's bytes; `path` only names the file in errors.
+/// Reads a record of event type `E` (a goal's record) at `path`.
+pub fn read_record_typed<E: RecordEvent>(path: &Path) -> Result<Recording<E>, ReadError> {
+    let bytes = std::fs::read(path).map_err(|source| ReadError::Io { path: path.to_owned(), source })?;
+    parse_record_typed(path, &bytes)
+}
+
+/// Parses a run record's bytes; `path` only names the file in errors.
 pub fn parse_record(path: &Path, bytes: &[u8]) -> Result<Recording, ReadError> {
+    parse_record_typed(path, bytes)
+}
+
+/// Parses the bytes of a record of event type `E`; `path` only names the
+/// file in errors.
+pub fn parse_record_typed<E: RecordEvent>(path: &Path, bytes: &[u8]) -> Result<Recording<E>, ReadError> {
     let mut recording = Recording::default();
     let mut start = 0usize;
     let mut line_no = 0usize;
@@ -83,7 +101,7 @@ pub fn parse_record(path: &Path, bytes: &[u8]) -> Result<Recording, ReadError> {
         };
         let line = &bytes[start..start + len];
         let bad = |message: String| ReadError::BadLine { path: path.to_owned(), line: line_no, message };
-        let envelope = parse_line(line).map_err(bad)?;
+        let envelope = parse_line::<E>(line).map_err(bad)?;
         let expected = recording.events.len() as u64 + 1;
         if envelope.seq != expected {
             return Err(bad(format!(
@@ -107,20 +125,20 @@ struct Header<'a> {
     kind: Option<std::borrow::Cow<'a, str>>,
 }
 
-fn parse_line(line: &[u8]) -> Result<Envelope, String> {
+fn parse_line<E: RecordEvent>(line: &[u8]) -> Result<Envelope<E>, String> {
     let text = std::str::from_utf8(line).map_err(|e| format!("not UTF-8 ({e})"))?;
     if text.trim().is_empty() {
         return Err("an empty line; every line must be one event".to_owned());
     }
-    match serde_json::from_str::<Envelope>(text) {
+    match serde_json::from_str::<Envelope<E>>(text) {
         Ok(envelope) if envelope.v == FORMAT_VERSION => Ok(envelope),
         Ok(envelope) => Err(version_message(envelope.v)),
-        Err(err) => Err(explain(text, &err)),
+        Err(err) => Err(explain(text, &err, E::KINDS)),
     }
 }
 
 /// Turns a serde error into a message that says what part of the line is wrong.
-fn explain(text: &str, err: &serde_json::Error) -> String {
+fn explain(text: &str, err: &serde_json::Error, kinds: &[&str]) -> String {
     let Ok(header) = serde_json::from_str::<Header<'_>>(text) else {
         return format!("not a JSON event ({err})");
     };
@@ -128,7 +146,7 @@ fn explain(text: &str, err: &serde_json::Error) -> String {
         (None, _) => "the event has no `v` (format version)".to_owned(),
         (Some(v), _) if v != FORMAT_VERSION => version_message(v),
         (_, None) => "the event has no `kind`".to_owned(),
-        (_, Some(kind)) if !Event::KINDS.contains(&kind.as_ref()) => {
+        (_, Some(kind)) if !kinds.contains(&kind.as_ref()) => {
             format!("unknown event kind `{kind}`; this record may have been written by a newer gavel")
         }
         (_, Some(kind)) => format!("a malformed `{kind}` event: {err}"),

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use jiff::{Timestamp, Unit};
 
 use crate::FORMAT_VERSION;
-use crate::event::{Envelope, Event};
+use crate::event::{Envelope, Event, RecordEvent};
 use crate::lock::{LockError, RunLock};
 use crate::read::Recording;
 
@@ -62,8 +62,11 @@ pub enum WriteError {
 pub const CRASH_AFTER_SEQ_ENV: &str = "GAVEL_CRASH_AFTER_SEQ";
 
 /// Appends events to one run's record, holding the run's lock.
+///
+/// Generic over the event type so a goal's record shares the same rules;
+/// `E` defaults to the run record's [`Event`].
 #[derive(Debug)]
-pub struct RecordWriter {
+pub struct RecordWriter<E = Event> {
     path: PathBuf,
     file: File,
     /// Bytes known to be whole events; a failed append truncates back to it.
@@ -73,12 +76,33 @@ pub struct RecordWriter {
     poisoned: bool,
     crash_after: Option<u64>,
     _lock: RunLock,
+    _events: std::marker::PhantomData<fn(E)>,
 }
 
 impl RecordWriter {
-    /// Starts a new record at `path`, creating its directory. Refuses a path
-    /// that already holds events, and a run another process holds.
+    /// Starts a new run record at `path`, creating its directory. Refuses a
+    /// path that already holds events, and a run another process holds.
     pub fn create(path: &Path, durability: Durability) -> Result<Self, WriteError> {
+        Self::create_typed(path, durability)
+    }
+
+    /// Opens an existing run record to go on appending after what
+    /// `recording` read from it (see [`RecordWriter::resume_typed`]).
+    pub fn resume(
+        path: &Path,
+        lock: RunLock,
+        recording: &Recording,
+        durability: Durability,
+    ) -> Result<Self, WriteError> {
+        Self::resume_typed(path, lock, recording, durability)
+    }
+}
+
+impl<E: RecordEvent> RecordWriter<E> {
+    /// Starts a new record of event type `E` at `path`, creating its
+    /// directory. Refuses a path that already holds events, and a record
+    /// another process holds.
+    pub fn create_typed(path: &Path, durability: Durability) -> Result<Self, WriteError> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(|source| io(path, source))?;
         }
@@ -89,7 +113,7 @@ impl RecordWriter {
             // A record whose only line was torn by a crash holds no event: the
             // run never started, so its id may be used again.
             let bytes = std::fs::read(path).map_err(|source| io(path, source))?;
-            let empty = crate::read::parse_record(path, &bytes).is_ok_and(|r| r.events.is_empty());
+            let empty = crate::read::parse_record_typed::<E>(path, &bytes).is_ok_and(|r| r.events.is_empty());
             if !empty {
                 return Err(WriteError::Exists { path: path.to_owned() });
             }
@@ -104,6 +128,7 @@ impl RecordWriter {
             poisoned: false,
             crash_after: crash_after(),
             _lock: lock,
+            _events: std::marker::PhantomData,
         })
     }
 
@@ -111,10 +136,10 @@ impl RecordWriter {
     /// read from it. A torn last line is cut off first (its step never
     /// counted as done). The lock must be taken before the record is read, so
     /// the caller passes the lock it holds.
-    pub fn resume(
+    pub fn resume_typed(
         path: &Path,
         lock: RunLock,
-        recording: &Recording,
+        recording: &Recording<E>,
         durability: Durability,
     ) -> Result<Self, WriteError> {
         let file = open_append(path)?;
@@ -133,6 +158,7 @@ impl RecordWriter {
             poisoned: false,
             crash_after: crash_after(),
             _lock: lock,
+            _events: std::marker::PhantomData,
         })
     }
 
@@ -147,13 +173,13 @@ impl RecordWriter {
     }
 
     /// Appends one event, stamped now, and returns its envelope once durable.
-    pub fn append(&mut self, event: Event) -> Result<Envelope, WriteError> {
+    pub fn append(&mut self, event: E) -> Result<Envelope<E>, WriteError> {
         let at = Timestamp::now().round(Unit::Millisecond).unwrap_or_else(|_| Timestamp::now());
         self.append_at(event, at)
     }
 
     /// Appends one event with a given timestamp (tests and imports).
-    pub fn append_at(&mut self, event: Event, at: Timestamp) -> Result<Envelope, WriteError> {
+    pub fn append_at(&mut self, event: E, at: Timestamp) -> Result<Envelope<E>, WriteError> {
         if self.poisoned {
             return Err(WriteError::Poisoned { path: self.path.clone() });
         }

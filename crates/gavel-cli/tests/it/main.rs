@@ -8,6 +8,7 @@
 mod common;
 mod crash;
 
+mod goals;
 mod happy;
 mod kill_resume;
 mod lock;
