@@ -44,6 +44,14 @@ enum Command {
     Approve(ApproveArgs),
     /// Validate a workflow: references, seats, scripts, brief. Runs nothing.
     Check(CheckArgs),
+    /// Print the workflow as a Mermaid flowchart (stages or nodes, kickbacks, panels).
+    Graph(GraphArgs),
+}
+
+#[derive(Debug, Args)]
+struct GraphArgs {
+    /// The workflow file.
+    workflow: PathBuf,
 }
 
 #[derive(Debug, Args)]
@@ -165,6 +173,11 @@ fn dispatch(command: Command, style: &Style) -> Result<i32, RunError> {
         Command::Log(args) => log(&args, style),
         Command::Approve(args) => approve(&args, style),
         Command::Check(args) => check(&args, style),
+        Command::Graph(args) => {
+            let workflow = Workflow::load(&args.workflow)?;
+            print!("{}", gavel_runtime::graph::mermaid(&workflow));
+            Ok(exit::PASS)
+        }
     }
 }
 
