@@ -45,12 +45,20 @@ enum Command {
     Approve(ApproveArgs),
     /// Validate a workflow: references, seats, scripts, brief. Runs nothing.
     Check(CheckArgs),
+    /// Print the workflow as a Mermaid flowchart (stages or nodes, kickbacks, panels).
+    Graph(GraphArgs),
     /// Goals: outcomes with acceptance criteria that commands prove (new, evaluate, status, ...).
     Goal(goal::GoalArgs),
     /// Agent hooks: `gavel hook stop` for Claude Code's Stop hook, and `gavel hook install`.
     Hook(goal::HookArgs),
     /// Print a JSON Schema (`gavel schema goal`).
     Schema(goal::SchemaArgs),
+}
+
+#[derive(Debug, Args)]
+struct GraphArgs {
+    /// The workflow file.
+    workflow: PathBuf,
 }
 
 #[derive(Debug, Args)]
@@ -172,6 +180,11 @@ fn dispatch(command: Command, style: &Style) -> Result<i32, RunError> {
         Command::Log(args) => log(&args, style),
         Command::Approve(args) => approve(&args, style),
         Command::Check(args) => check(&args, style),
+        Command::Graph(args) => {
+            let workflow = Workflow::load(&args.workflow)?;
+            print!("{}", gavel_runtime::graph::mermaid(&workflow));
+            Ok(exit::PASS)
+        }
         Command::Goal(args) => goal::goal(args, style),
         Command::Hook(args) => goal::hook(args, style),
         Command::Schema(args) => goal::schema(&args),

@@ -192,3 +192,46 @@ impl<'de> Deserialize<'de> for RefineSpec {
         d.deserialize_any(V)
     }
 }
+
+/// The table form of `max_kickbacks`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KickbacksTable {
+    /// The judge seat.
+    pub judge: String,
+    /// The most kickbacks to one node.
+    #[serde(default)]
+    pub cap: Option<u32>,
+}
+
+/// `max_kickbacks = N` or `max_kickbacks = { judge, cap }`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KickbacksSpec {
+    /// At most N kickbacks to one node.
+    Count(i64),
+    /// A judge decides.
+    Judge(KickbacksTable),
+}
+
+impl<'de> Deserialize<'de> for KickbacksSpec {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = KickbacksSpec;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a number (max_kickbacks = 2) or a judge table (max_kickbacks = { judge = \"judge\", cap = 6 })")
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<KickbacksSpec, E> {
+                Ok(KickbacksSpec::Count(v))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<KickbacksSpec, E> {
+                Ok(KickbacksSpec::Count(i64::try_from(v).unwrap_or(i64::MAX)))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<KickbacksSpec, A::Error> {
+                KickbacksTable::deserialize(de::value::MapAccessDeserializer::new(map))
+                    .map(KickbacksSpec::Judge)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}

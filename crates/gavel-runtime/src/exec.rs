@@ -21,8 +21,10 @@ use tokio::task::JoinSet;
 use crate::journal::{Journal, Recorded, SeatResult};
 use crate::prompts::{Prompt, Prompts};
 use crate::runs::{check_run_id, default_record, new_run_id};
-use crate::workflow::{StageKind, Workflow};
+use crate::workflow::{Form, Kickbacks, Stage, StageKind, Workflow};
 use crate::{Approver, Observer, Outcome, RunError, StageReport, Status};
+use futures_util::StreamExt as _;
+use futures_util::stream::FuturesUnordered;
 
 /// Extra time past a seat's own timeout before the executor gives up on it:
 /// engines enforce their timeout themselves; this only guards against one
@@ -158,6 +160,31 @@ pub fn check_supported(workflow: &Workflow) -> Result<(), RunError> {
     // anything is recorded.
     let _ = workflow;
     Ok(())
+}
+
+/// What becomes of a kickback.
+pub(crate) enum KickbackDecision {
+    /// It goes ahead.
+    Allowed,
+    /// Refused by the judge: the sending node's outcome stands (its review
+    /// stays on the record as notes) and the walk goes on.
+    Stands,
+    /// Refused: the run fails with this summary.
+    Fail(String),
+}
+
+/// `name`'s node and every node downstream of it, by index.
+fn downstream_of(nodes: &[Stage], name: &str) -> Vec<usize> {
+    let mut marked: Vec<&str> = vec![name];
+    // Nodes come after their needs, so one pass in order finds them all.
+    for node in nodes {
+        if node.needs.iter().any(|need| marked.contains(&need.as_str()))
+            && !marked.contains(&node.name.as_str())
+        {
+            marked.push(&node.name);
+        }
+    }
+    nodes.iter().enumerate().filter(|(_, n)| marked.contains(&n.name.as_str())).map(|(i, _)| i).collect()
 }
 
 /// How a stage came out.
@@ -308,49 +335,144 @@ impl<'o> Executor<'o> {
         &self.run_id
     }
 
+    /// Walks the workflow as a graph: every node whose needs are done runs,
+    /// at the same time as the others (up to `max_parallel`); a kickback
+    /// runs its target again with the findings, then everything downstream.
+    /// The stages form is a chain, so it walks the same way.
     async fn run(self) -> Result<Outcome, RunError> {
-        let stages = self.workflow.stages.clone();
+        let nodes = self.workflow.stages.clone();
+        let count = nodes.len();
+        let index_of = |name: &str| nodes.iter().position(|s| s.name == name);
+        let mut done = vec![false; count];
+        let mut in_flight = vec![false; count];
+        // Bumped when a node is reset, so a run of it that was already going
+        // when its upstream was sent back is not taken as its result.
+        let mut generation = vec![0u64; count];
         let mut incoming: HashMap<String, Vec<Finding>> = HashMap::new();
-        let mut index = 0;
-        while let Some(stage) = stages.get(index) {
-            let feedback = incoming.remove(&stage.name).unwrap_or_default();
-            let end = match &stage.kind {
-                StageKind::Build(build) => self.build_stage(stage, build, feedback).await,
-                StageKind::Run(run) => self.run_stage(stage, run).await,
-                StageKind::Panel(panel) => self.panel_stage(stage, panel).await,
-                StageKind::Approve { files } => self.approve_stage(stage, files.as_deref()),
-            };
+        let mut kickbacks: HashMap<String, u32> = HashMap::new();
+        let limit = self.workflow.options.max_parallel.unwrap_or(usize::MAX);
+        let mut running = FuturesUnordered::new();
+        loop {
+            for (i, node) in nodes.iter().enumerate() {
+                if running.len() >= limit {
+                    break;
+                }
+                let ready = !done[i]
+                    && !in_flight[i]
+                    && node.needs.iter().all(|need| index_of(need).is_some_and(|j| done[j]));
+                if !ready {
+                    continue;
+                }
+                in_flight[i] = true;
+                let feedback = incoming.remove(&node.name).unwrap_or_default();
+                let this_generation = generation[i];
+                let this = &self;
+                running.push(async move { (i, this_generation, this.run_node(node, feedback).await) });
+            }
+            let Some((i, this_generation, end)) = running.next().await else { break };
+            in_flight[i] = false;
+            if this_generation != generation[i] {
+                continue;
+            }
             let end = match end {
                 Err(spent @ RunError::BudgetSpent { .. }) => {
+                    drop(running);
                     // Never fail or kill for money: stop before the next request.
                     return self.pause(Status::Paused, spent.to_string(), "budget".to_owned());
                 }
                 other => other?,
             };
+            let node = &nodes[i];
             match end {
-                StageEnd::Pass => index += 1,
+                StageEnd::Pass => done[i] = true,
                 StageEnd::SendBack { to, round, reason, findings } => {
-                    self.st().journal.emit(Event::Kickback(Kickback {
-                        from: stage.name.clone(),
-                        round,
-                        to: to.clone(),
-                        reason,
-                        findings: findings.clone(),
-                    }))?;
-                    index = stages.iter().position(|s| s.name == to).unwrap_or(index + 1);
-                    incoming.insert(to, findings);
+                    match self.allow_kickback(node, &to, round, &findings, &mut kickbacks).await? {
+                        KickbackDecision::Allowed => {
+                            self.st().journal.emit(Event::Kickback(Kickback {
+                                from: node.name.clone(),
+                                round,
+                                to: to.clone(),
+                                reason,
+                                findings: findings.clone(),
+                            }))?;
+                            for j in downstream_of(&nodes, &to) {
+                                done[j] = false;
+                                generation[j] += 1;
+                            }
+                            incoming.insert(to, findings);
+                        }
+                        KickbackDecision::Stands => done[i] = true,
+                        KickbackDecision::Fail(summary) => {
+                            drop(running);
+                            return self.finish(EndStatus::Fail, summary);
+                        }
+                    }
                 }
-                StageEnd::Fail(summary) => return self.finish(EndStatus::Fail, summary),
+                StageEnd::Fail(summary) => {
+                    drop(running);
+                    return self.finish(EndStatus::Fail, summary);
+                }
                 StageEnd::Pause { status, reason, waiting_for } => {
+                    drop(running);
                     return self.pause(status, reason, waiting_for);
                 }
             }
         }
-        let mut summary = format!("every stage passed ({} in all)", stages.len());
+        drop(running);
+        let noun = if self.workflow.form == Form::Graph { "node" } else { "stage" };
+        let mut summary = format!("every {noun} passed ({count} in all)");
         for note in &self.st().notes {
             let _ = std::fmt::Write::write_fmt(&mut summary, format_args!("; {note}"));
         }
         self.finish(EndStatus::Pass, summary)
+    }
+
+    /// Runs one node (or stage) once, to its end.
+    async fn run_node(&self, node: &Stage, feedback: Vec<Finding>) -> Result<StageEnd, RunError> {
+        match &node.kind {
+            StageKind::Build(build) => self.build_stage(node, build, feedback).await,
+            StageKind::Run(run) => self.run_stage(node, run).await,
+            StageKind::Panel(panel) => self.panel_stage(node, panel).await,
+            StageKind::Approve { files } => self.approve_stage(node, files.as_deref()),
+            StageKind::GoalCheck { seat, target } => self.goal_node(node, seat, target).await,
+        }
+    }
+
+    /// Whether a kickback to `to` may go ahead (SPEC 2.2): within
+    /// `max_kickbacks`, and, with a judge, when it says another round is
+    /// worth it. A goal check's kickback is counted but never judged.
+    async fn allow_kickback(
+        &self,
+        sender: &Stage,
+        to: &str,
+        round: u32,
+        findings: &[Finding],
+        counts: &mut HashMap<String, u32>,
+    ) -> Result<KickbackDecision, RunError> {
+        let count = counts.entry(to.to_owned()).or_insert(0);
+        *count += 1;
+        let count = *count;
+        let listed: Vec<&str> = findings.iter().map(|f| f.evidence.as_str()).collect();
+        let over = |max: u32| {
+            KickbackDecision::Fail(format!(
+                "node `{}` would send `{to}` back a {count}th time, past max_kickbacks = {max}; the findings: {}",
+                sender.name,
+                listed.join(" | ")
+            ))
+        };
+        match &self.workflow.max_kickbacks {
+            Kickbacks::Unlimited => Ok(KickbackDecision::Allowed),
+            Kickbacks::Count(max) => Ok(if count > *max { over(*max) } else { KickbackDecision::Allowed }),
+            Kickbacks::Judge { judge, cap } => {
+                if count > *cap {
+                    return Ok(over(*cap));
+                }
+                if matches!(sender.kind, StageKind::GoalCheck { .. }) {
+                    return Ok(KickbackDecision::Allowed);
+                }
+                self.judge_kickback(sender, round, judge, count, *cap, findings).await
+            }
+        }
     }
 
     /// Starts the next round of `stage`, or `None` when it has used `max`.

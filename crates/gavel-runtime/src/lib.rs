@@ -11,6 +11,7 @@
 pub mod brief;
 pub mod de;
 mod exec;
+pub mod graph;
 pub mod journal;
 mod phases;
 pub mod prompts;

@@ -84,7 +84,15 @@ impl Executor<'_> {
         build: &BuildStage,
         incoming: Vec<Finding>,
     ) -> Result<StageEnd, RunError> {
-        let max_rounds = build.refine.max_rounds();
+        // In the stages form `refine` bounds the stage's rounds in all,
+        // whichever check sends them back (SPEC 4). In a graph, kickbacks are
+        // bounded by `max_kickbacks`, and each run of the node gets its own.
+        let max_rounds = match self.workflow.form {
+            crate::workflow::Form::Stages => build.refine.max_rounds(),
+            crate::workflow::Form::Graph => {
+                self.st().rounds_used.get(&stage.name).copied().unwrap_or(0) + build.refine.max_rounds()
+            }
+        };
         let mut feedback = incoming;
         let mut previous_sent: Option<Vec<Finding>> = None;
         loop {
@@ -355,6 +363,77 @@ impl Executor<'_> {
             PanelVerdict::Pause(reason) => {
                 self.decide(&stage.name, round, Status::Paused, &reason);
                 Ok(StageEnd::Pause { status: Status::Paused, reason, waiting_for: "reviewers".to_owned() })
+            }
+        }
+    }
+
+    /// A `goal_check` node (graph form): the brief's requirements against a
+    /// builder node's files; anything unmet or missing goes back to it.
+    pub(crate) async fn goal_node(
+        &self,
+        stage: &Stage,
+        seat: &str,
+        target: &str,
+    ) -> Result<StageEnd, RunError> {
+        let Some(round) = self.next_round(&stage.name, u32::MAX) else {
+            return Ok(StageEnd::Fail(format!("node `{}` ran out of rounds", stage.name)));
+        };
+        self.st().journal.emit(Event::StageStart(StageStart { stage: stage.name.clone(), round }))?;
+        let build = self.workflow.stages.iter().find(|s| s.name == target).and_then(|s| match &s.kind {
+            crate::workflow::StageKind::Build(build) => Some(build.clone()),
+            _ => None,
+        });
+        let Some(build) = build else {
+            // The compiler checked the target; a missing one is a broken workflow.
+            return Ok(StageEnd::Fail(format!(
+                "node `{}`: its target `{target}` is not a builder node",
+                stage.name
+            )));
+        };
+        let files = self.file_views(&build.writes);
+        match self.goal_check(stage, round, &build, seat, &files).await? {
+            GoalResult::Unreadable(last) => {
+                let reason = format!("the goal check `{seat}` sent no readable reply twice: {last}");
+                self.decide(&stage.name, round, Status::Paused, &reason);
+                Ok(StageEnd::Pause {
+                    status: Status::Paused,
+                    reason,
+                    waiting_for: "readable goal check".to_owned(),
+                })
+            }
+            GoalResult::Unmet(unmet) => {
+                let line = format!("goal check: {} unmet, back to `{target}`", unmet.len());
+                self.decide(&stage.name, round, Status::Fail, &line);
+                Ok(StageEnd::SendBack {
+                    to: target.to_owned(),
+                    round,
+                    reason: format!(
+                        "node `{}`: {} requirement(s) of the brief unmet",
+                        stage.name,
+                        unmet.len()
+                    ),
+                    findings: unmet,
+                })
+            }
+            GoalResult::Met => {
+                let missing: Vec<Finding> =
+                    files.iter().filter(|f| f.missing).map(|f| missing_finding(target, &f.path)).collect();
+                if missing.is_empty() {
+                    self.decide(&stage.name, round, Status::Pass, "goal check: every requirement met");
+                    return Ok(StageEnd::Pass);
+                }
+                self.decide(
+                    &stage.name,
+                    round,
+                    Status::Fail,
+                    &format!("{} file(s) missing, back to `{target}`", missing.len()),
+                );
+                Ok(StageEnd::SendBack {
+                    to: target.to_owned(),
+                    round,
+                    reason: format!("node `{}`: files missing", stage.name),
+                    findings: missing,
+                })
             }
         }
     }

@@ -305,6 +305,98 @@ impl Executor<'_> {
         })
     }
 
+    /// Asks the `max_kickbacks` judge whether sending the work back is worth
+    /// it (SPEC 2.2, 4.2): another round goes ahead; a stop lets the sender's
+    /// outcome stand; a fail ends the run.
+    pub(crate) async fn judge_kickback(
+        &self,
+        sender: &crate::workflow::Stage,
+        round: u32,
+        judge: &str,
+        count: u32,
+        cap: u32,
+        findings: &[Finding],
+    ) -> Result<crate::exec::KickbackDecision, RunError> {
+        use crate::exec::KickbackDecision;
+        let history = self.st().history.get(&sender.name).cloned().unwrap_or_default();
+        let context = JudgeContext {
+            stage: &sender.name,
+            round: count,
+            cap,
+            brief: self.workflow.brief.as_ref().map_or("", |b| b.body.as_str()),
+            files: &[],
+            history: &history,
+            findings: findings.iter().map(|f| view(f, &[])).collect(),
+            questions: &self.workflow.judge_questions,
+        };
+        let prompt = self.prompts.render(RequestKind::Judge, &context)?;
+        let questions = self.workflow.judge_questions.clone();
+        let parse = |text: &str| {
+            let reply = JudgeReply::parse(text).map_err(|e| e.note())?;
+            rules::check_answers(&questions, &reply.answers).map_err(|note| {
+                format!("{note} Reply with one JSON object of this shape: {}", JudgeReply::SHAPE)
+            })?;
+            Ok(reply)
+        };
+        let target = Target {
+            stage: sender.name.clone(),
+            round,
+            seat: judge.to_owned(),
+            kind: RequestKind::Judge,
+            writes: Vec::new(),
+        };
+        let reply = match self.ask_one(target, |note| Ok(with_note(&prompt, note)), parse).await? {
+            Asked::Answer(reply, _) => Some(reply),
+            Asked::GaveUp(..) => None,
+        };
+        let decision = rules::route(&JudgeInput {
+            round: count,
+            cap,
+            on_cap: rules::OnCap::Fail,
+            blocks: rules::Blocks::Judge,
+            findings,
+            reply: reply.as_ref(),
+        });
+        let answers: BTreeMap<String, serde_json::Value> = reply
+            .as_ref()
+            .map(|r| {
+                r.answers
+                    .iter()
+                    .map(|(k, v)| (k.clone(), serde_json::to_value(v).unwrap_or_default()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let judgements = reply
+            .as_ref()
+            .map(|r| {
+                r.findings
+                    .iter()
+                    .map(|d| RecordedJudgement {
+                        finding: d.finding.clone(),
+                        decision: d.decision,
+                        reason: d.reason.clone(),
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        self.st().journal.emit(Event::RefineJudge(RefineJudge {
+            stage: sender.name.clone(),
+            round,
+            route: decision.route,
+            reason: format!("kickback {count} of at most {cap}: {}", decision.reason),
+            answers,
+            findings: judgements,
+        }))?;
+        Ok(match decision.route {
+            Route::Again => KickbackDecision::Allowed,
+            Route::Pass => KickbackDecision::Stands,
+            Route::Fail => KickbackDecision::Fail(format!(
+                "the judge refused to send the work of `{}` back: {}",
+                sender.name, decision.reason
+            )),
+        })
+    }
+
     /// A stage's `desc` and `gate`, as reviewers are told them.
     fn stage_texts(&self, stage: &str) -> (String, String) {
         let texts = self.workflow.stages.iter().find(|s| s.name == stage).map(|s| match &s.kind {

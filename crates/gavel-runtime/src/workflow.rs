@@ -18,7 +18,7 @@ use sha2::{Digest as _, Sha256};
 use toml::Spanned;
 
 use crate::brief::Brief;
-use crate::de::{ApproveSpec, CommandSpec, OneOrMany, RefineSpec, SynthesiseSpec};
+use crate::de::{ApproveSpec, CommandSpec, KickbacksSpec, OneOrMany, RefineSpec, SynthesiseSpec};
 
 type S<T> = Spanned<T>;
 
@@ -40,9 +40,9 @@ struct FileWorkflow {
     #[serde(default)]
     stage: Vec<S<FileStage>>,
     #[serde(default)]
-    node: Option<S<toml::Table>>,
+    node: Option<S<BTreeMap<S<String>, S<FileStage>>>>,
     #[serde(default)]
-    max_kickbacks: Option<S<toml::Value>>,
+    max_kickbacks: Option<S<KickbacksSpec>>,
     #[serde(default)]
     judge: Option<S<FileJudge>>,
 }
@@ -76,12 +76,21 @@ struct FileOptions {
     max_cost_usd: Option<S<f64>>,
     #[serde(default)]
     prompts_dir: Option<S<String>>,
+    #[serde(default)]
+    max_parallel: Option<S<i64>>,
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct FileStage {
-    name: S<String>,
+    #[serde(default)]
+    name: Option<S<String>>,
+    #[serde(default)]
+    needs: Option<S<OneOrMany>>,
+    #[serde(default)]
+    goal_check: Option<S<String>>,
+    #[serde(default)]
+    target: Option<S<String>>,
     #[serde(default)]
     agent: Option<S<String>>,
     #[serde(default)]
@@ -140,6 +149,8 @@ pub struct RunOptions {
     pub max_cost_usd: Option<f64>,
     /// A folder of prompt templates that override the shipped ones.
     pub prompts_dir: Option<PathBuf>,
+    /// The most nodes that run at the same time (default: every ready node).
+    pub max_parallel: Option<usize>,
 }
 
 /// The default `seat_timeout`.
@@ -249,6 +260,14 @@ pub enum StageKind {
         /// The files, or `None` for every file written so far.
         files: Option<Vec<String>>,
     },
+    /// `goal_check` (graph form): a seat checks the brief against a builder
+    /// node's files; unmet requirements go back to that node.
+    GoalCheck {
+        /// The checking seat.
+        seat: String,
+        /// The builder node whose work is checked.
+        target: String,
+    },
 }
 
 impl StageKind {
@@ -259,6 +278,7 @@ impl StageKind {
             StageKind::Run(_) => "run",
             StageKind::Panel(_) => "panel",
             StageKind::Approve { .. } => "approve",
+            StageKind::GoalCheck { .. } => "goal_check",
         }
     }
 }
@@ -268,10 +288,38 @@ impl StageKind {
 pub struct Stage {
     /// Its name.
     pub name: String,
+    /// The stages (nodes) that must be done before it runs. In the stages
+    /// form, the stage before it.
+    pub needs: Vec<String>,
     /// What it does.
     pub kind: StageKind,
     /// Whether it opted out of the diversity rule.
     pub allow_same_family: bool,
+}
+
+/// The two forms of a workflow file (SPEC 2.1, 2.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Form {
+    /// `[[stage]]` tables; each needs the one before it.
+    Stages,
+    /// `[node.NAME]` tables with `needs`.
+    Graph,
+}
+
+/// The limit on kickbacks to one node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Kickbacks {
+    /// No limit of its own (the stages form: `refine` bounds the rounds).
+    Unlimited,
+    /// At most this many kickbacks to any one node.
+    Count(u32),
+    /// A judge decides whether each kickback is worth it, within a cap.
+    Judge {
+        /// The judge seat.
+        judge: String,
+        /// The most kickbacks to one node.
+        cap: u32,
+    },
 }
 
 /// A validated workflow, ready to run.
@@ -291,8 +339,13 @@ pub struct Workflow {
     pub seats: BTreeMap<String, SeatEntry>,
     /// Every role by name, as seat names.
     pub roles: BTreeMap<String, Vec<String>>,
-    /// The stages in order.
+    /// The stages (graph nodes) in an order where every node comes after
+    /// the nodes it needs.
     pub stages: Vec<Stage>,
+    /// Which form the file was written in.
+    pub form: Form,
+    /// How often one node may be sent back to (graph form).
+    pub max_kickbacks: Kickbacks,
     /// The questions a judge answers each round: SPEC 4.2's defaults and the
     /// workflow's own (`[judge.questions]`).
     pub judge_questions: Vec<Question>,
@@ -396,27 +449,6 @@ impl Compiler<'_> {
         check_name(&name)
             .map_err(|why| self.err(raw.name.span(), format!("workflow name {why}"), NAME_HINT))?;
 
-        if let Some(node) = &raw.node {
-            if !raw.stage.is_empty() {
-                return Err(self.err(
-                    node.span(),
-                    "this file mixes the stages form ([[stage]]) and the graph form ([node.NAME])",
-                    "use one form per file",
-                ));
-            }
-            return Err(self.err(
-                node.span(),
-                "the graph form ([node.NAME]) is not supported by this version of gavel yet",
-                "write the workflow as a list of [[stage]] tables; each stage runs after the one before it",
-            ));
-        }
-        if let Some(max) = &raw.max_kickbacks {
-            return Err(self.err(
-                max.span(),
-                "`max_kickbacks` belongs to the graph form, which this version of gavel does not support yet",
-                "remove it; in the stages form, `refine` bounds the rounds",
-            ));
-        }
         let judge_questions = self.questions(raw.judge.as_ref())?;
 
         let options = self.options(raw.options.as_ref(), &dir)?;
@@ -427,14 +459,69 @@ impl Compiler<'_> {
         let seats = self.seats(&raw.seats, &dir)?;
         let roles = self.roles(&raw.roles, &seats)?;
         let resolver = Resolver { seats: &seats, roles: &roles };
-        if raw.stage.is_empty() {
-            return Err(self.err(0..0, "the workflow has no stages", "add at least one [[stage]] table"));
-        }
-        let mut stages: Vec<Stage> = Vec::new();
-        for stage in &raw.stage {
-            let compiled = self.stage(stage, &stages, &resolver, brief.as_ref())?;
-            stages.push(compiled);
-        }
+        let (form, stages) = if let Some(nodes) = &raw.node {
+            if !raw.stage.is_empty() {
+                return Err(self.err(
+                    nodes.span(),
+                    "this file mixes the stages form ([[stage]]) and the graph form ([node.NAME])",
+                    "use one form per file",
+                ));
+            }
+            (Form::Graph, self.graph(nodes, &resolver, brief.as_ref())?)
+        } else {
+            if raw.stage.is_empty() {
+                return Err(self.err(
+                    0..0,
+                    "the workflow has no stages",
+                    "add at least one [[stage]] table, or [node.NAME] tables for the graph form",
+                ));
+            }
+            let mut stages: Vec<Stage> = Vec::new();
+            for stage in &raw.stage {
+                let Some(name) = &stage.get_ref().name else {
+                    return Err(self.err(stage.span(), "this stage has no `name`", "add `name = \"...\"`"));
+                };
+                // The stages form is sugar for a graph: each stage needs the one before it.
+                let needs = stages.last().map(|s| vec![s.name.clone()]).unwrap_or_default();
+                let node = NodeName { name: name.get_ref().clone(), span: name.span(), needs };
+                let compiled = self.stage(stage, node, &stages, &resolver, brief.as_ref(), Form::Stages)?;
+                stages.push(compiled);
+            }
+            (Form::Stages, stages)
+        };
+        let max_kickbacks = match (&raw.max_kickbacks, form) {
+            (None, Form::Stages) => Kickbacks::Unlimited,
+            (None, Form::Graph) => Kickbacks::Count(DEFAULT_MAX_KICKBACKS),
+            (Some(spec), Form::Stages) => {
+                return Err(self.err(
+                    spec.span(),
+                    "`max_kickbacks` belongs to the graph form",
+                    "remove it; in the stages form, a stage's `refine` bounds its rounds",
+                ));
+            }
+            (Some(spec), Form::Graph) => match spec.get_ref() {
+                KickbacksSpec::Count(n) => match u32::try_from(*n) {
+                    Ok(n) => Kickbacks::Count(n),
+                    Err(_) => {
+                        return Err(self.err(
+                            spec.span(),
+                            format!("`max_kickbacks = {n}`"),
+                            "write 0 or more",
+                        ));
+                    }
+                },
+                KickbacksSpec::Judge(table) => {
+                    if !seats.contains_key(&table.judge) {
+                        return Err(self.err(
+                            spec.span(),
+                            format!("`max_kickbacks.judge` names `{}`, which is not a seat", table.judge),
+                            known("seats", seats.keys()),
+                        ));
+                    }
+                    Kickbacks::Judge { judge: table.judge.clone(), cap: table.cap.unwrap_or(6) }
+                }
+            },
+        };
 
         let mut hasher = Sha256::new();
         hasher.update(self.source.as_bytes());
@@ -446,7 +533,98 @@ impl Compiler<'_> {
 
         // The record keeps the absolute path, so a resume from any folder finds it.
         let file = std::path::absolute(self.file).unwrap_or_else(|_| self.file.to_owned());
-        Ok(Workflow { name, file, dir, brief, options, seats, roles, stages, judge_questions, digest })
+        Ok(Workflow {
+            name,
+            file,
+            dir,
+            brief,
+            options,
+            seats,
+            roles,
+            stages,
+            form,
+            max_kickbacks,
+            judge_questions,
+            digest,
+        })
+    }
+
+    /// The graph form: nodes by name with `needs`, checked for unknown names
+    /// and cycles, compiled in an order where needs come first.
+    fn graph(
+        &self,
+        nodes: &S<BTreeMap<S<String>, S<FileStage>>>,
+        resolver: &Resolver<'_>,
+        brief: Option<&Brief>,
+    ) -> Result<Vec<Stage>, Box<Located>> {
+        let nodes = nodes.get_ref();
+        if nodes.is_empty() {
+            return Err(self.err(0..0, "the graph has no nodes", "add [node.NAME] tables"));
+        }
+        let mut needs: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for (name, node) in nodes {
+            check_name(name.get_ref())
+                .map_err(|why| self.err(name.span(), format!("node name {why}"), NAME_HINT))?;
+            if let Some(extra) = &node.get_ref().name {
+                return Err(self.err(extra.span(), "a node's name is its table's key", "remove `name`"));
+            }
+            let mut list = Vec::new();
+            if let Some(raw) = &node.get_ref().needs {
+                for need in &raw.get_ref().0 {
+                    if need == name.get_ref() {
+                        return Err(self.err(
+                            raw.span(),
+                            format!("node `{need}` needs itself"),
+                            "remove it from `needs`",
+                        ));
+                    }
+                    if !nodes.keys().any(|k| k.get_ref() == need) {
+                        return Err(self.err(
+                            raw.span(),
+                            format!("`needs` names `{need}`, which is not a node"),
+                            known("nodes", nodes.keys().map(Spanned::get_ref)),
+                        ));
+                    }
+                    if !list.contains(need) {
+                        list.push(need.clone());
+                    }
+                }
+            }
+            needs.insert(name.get_ref().clone(), list);
+        }
+        // Kahn's order, ties broken by name, so the order is stable.
+        let mut order: Vec<String> = Vec::new();
+        let mut left: BTreeMap<String, Vec<String>> = needs.clone();
+        while !left.is_empty() {
+            let ready: Vec<String> = left
+                .iter()
+                .filter(|(_, n)| n.iter().all(|need| order.contains(need)))
+                .map(|(name, _)| name.clone())
+                .collect();
+            if ready.is_empty() {
+                let cycle: Vec<&str> = left.keys().map(String::as_str).collect();
+                let first = nodes.keys().find(|k| left.contains_key(k.get_ref())).map_or(0..0, Spanned::span);
+                return Err(self.err(
+                    first,
+                    format!("the nodes {} need each other in a cycle", cycle.join(", ")),
+                    "a graph runs each node after its needs; send work back with `sends_back_to` or `target` instead",
+                ));
+            }
+            for name in ready {
+                left.remove(&name);
+                order.push(name);
+            }
+        }
+        let mut compiled: Vec<Stage> = Vec::new();
+        for name in &order {
+            let Some((key, node)) = nodes.iter().find(|(k, _)| k.get_ref() == name) else { continue };
+            let ancestors = ancestors_of(name, &needs);
+            let before: Vec<Stage> =
+                compiled.iter().filter(|s| ancestors.contains(&s.name)).cloned().collect();
+            let node_name = NodeName { name: name.clone(), span: key.span(), needs: needs[name].clone() };
+            compiled.push(self.stage(node, node_name, &before, resolver, brief, Form::Graph)?);
+        }
+        Ok(compiled)
     }
 
     fn questions(&self, raw: Option<&S<FileJudge>>) -> Result<Vec<Question>, Box<Located>> {
@@ -496,6 +674,7 @@ impl Compiler<'_> {
             record: None,
             max_cost_usd: None,
             prompts_dir: None,
+            max_parallel: None,
         };
         let Some(raw) = raw else { return Ok(options) };
         let raw = raw.get_ref();
@@ -523,6 +702,18 @@ impl Compiler<'_> {
                 ));
             }
             options.max_cost_usd = Some(value);
+        }
+        if let Some(max) = &raw.max_parallel {
+            match usize::try_from(*max.get_ref()) {
+                Ok(n) if n >= 1 => options.max_parallel = Some(n),
+                _ => {
+                    return Err(self.err(
+                        max.span(),
+                        format!("`max_parallel = {}`", max.get_ref()),
+                        "write how many nodes may run at the same time, 1 or more",
+                    ));
+                }
+            }
         }
         if let Some(prompts) = &raw.prompts_dir {
             let path = dir.join(prompts.get_ref());
@@ -665,26 +856,45 @@ impl Compiler<'_> {
     fn stage(
         &self,
         raw: &S<FileStage>,
+        node: NodeName,
         before: &[Stage],
         resolver: &Resolver<'_>,
         brief: Option<&Brief>,
+        form: Form,
     ) -> Result<Stage, Box<Located>> {
         let span = raw.span();
         let raw = raw.get_ref();
-        let name = raw.name.get_ref().clone();
-        check_name(&name).map_err(|why| self.err(raw.name.span(), format!("stage name {why}"), NAME_HINT))?;
+        let NodeName { name, span: name_span, needs } = node;
+        check_name(&name)
+            .map_err(|why| self.err(name_span.clone(), format!("stage name {why}"), NAME_HINT))?;
         if before.iter().any(|s| s.name == name) {
             return Err(self.err(
-                raw.name.span(),
+                name_span.clone(),
                 format!("two stages are named `{name}`"),
                 "give each stage its own name",
             ));
+        }
+        if form == Form::Stages {
+            for (key, spanned) in [
+                ("needs", raw.needs.as_ref().map(Spanned::span)),
+                ("goal_check", raw.goal_check.as_ref().map(Spanned::span)),
+                ("target", raw.target.as_ref().map(Spanned::span)),
+            ] {
+                if let Some(at) = spanned {
+                    return Err(self.err(
+                        at,
+                        format!("`{key}` belongs to the graph form ([node.NAME])"),
+                        "in the stages form each stage runs after the one before it; use `goal = \"seat\"` on a builder stage for a goal check",
+                    ));
+                }
+            }
         }
         let kinds: Vec<&str> = [
             raw.agent.as_ref().map(|_| "agent"),
             raw.run.as_ref().map(|_| "run"),
             raw.panel.as_ref().map(|_| "panel"),
             raw.approve.as_ref().map(|_| "approve"),
+            raw.goal_check.as_ref().map(|_| "goal_check"),
         ]
         .into_iter()
         .flatten()
@@ -698,7 +908,7 @@ impl Compiler<'_> {
             return Err(self.err(
                 span,
                 message,
-                "give each stage exactly one of `agent`, `run`, `panel`, `approve`",
+                "give each stage exactly one of `agent`, `run`, `panel`, `approve`, `goal_check`",
             ));
         }
         let sends_back_to = match &raw.sends_back_to {
@@ -707,7 +917,7 @@ impl Compiler<'_> {
                     return Err(self.err(
                         target.span(),
                         format!(
-                            "`sends_back_to` names `{}`, which is not an earlier stage",
+                            "`sends_back_to` names `{}`, which is not an earlier stage (a node this one needs, directly or not)",
                             target.get_ref()
                         ),
                         known("earlier stages", before.iter().map(|s| &s.name)),
@@ -745,14 +955,14 @@ impl Compiler<'_> {
             };
             if writes.is_empty() {
                 return Err(self.err(
-                    raw.name.span(),
+                    name_span.clone(),
                     format!("stage `{name}` writes no files"),
                     "add `writes = [\"path\"]` to the stage, or `files: [path]` to the brief's front matter",
                 ));
             }
             if brief.is_none() {
                 return Err(self.err(
-                    raw.name.span(),
+                    name_span.clone(),
                     format!("stage `{name}` builds, but the workflow has no brief"),
                     "add `brief = \"briefs/task.md\"` at the top of the file",
                 ));
@@ -811,6 +1021,45 @@ impl Compiler<'_> {
                 }
             };
             StageKind::Approve { files }
+        } else if let Some(goal_check) = &raw.goal_check {
+            let seat = resolver.one_seat(self, goal_check, "goal check")?;
+            let Some(target) = &raw.target else {
+                return Err(self.err(
+                    goal_check.span(),
+                    format!("the goal check `{name}` names no `target`"),
+                    "add `target = \"<the builder node>\"`: unmet requirements go back to it",
+                ));
+            };
+            let Some(StageKind::Build(build)) =
+                before.iter().find(|s| &s.name == target.get_ref()).map(|s| &s.kind)
+            else {
+                return Err(self.err(
+                    target.span(),
+                    format!(
+                        "`target` names `{}`, which is not a builder node this one needs",
+                        target.get_ref()
+                    ),
+                    known(
+                        "builder nodes it needs",
+                        before.iter().filter(|s| matches!(s.kind, StageKind::Build(_))).map(|s| &s.name),
+                    ),
+                ));
+            };
+            let family = |seat: &str| {
+                resolver.seats.get(seat).map(|e| e.family.as_str().to_owned()).unwrap_or_default()
+            };
+            if !raw.allow_same_family.unwrap_or(false) && family(&seat) == family(&build.builder) {
+                return Err(self.err(
+                    goal_check.span(),
+                    format!(
+                        "node `{name}`: the goal check `{seat}` and the builder `{}` are both of family {}; the check would not be a second opinion",
+                        build.builder,
+                        family(&seat)
+                    ),
+                    "choose a seat from another model family, or set `allow_same_family = true` on the node (the run records it)",
+                ));
+            }
+            StageKind::GoalCheck { seat, target: target.get_ref().clone() }
         } else {
             return Err(self.err(
                 span,
@@ -823,7 +1072,7 @@ impl Compiler<'_> {
         if !allow_same_family {
             self.diversity(raw, &name, &kind, before, resolver)?;
         }
-        Ok(Stage { name, kind, allow_same_family })
+        Ok(Stage { name, needs, kind, allow_same_family })
     }
 
     /// The diversity rule (SPEC 4.3): a reviewer never shares a family with
@@ -869,7 +1118,8 @@ impl Compiler<'_> {
                 let span = raw.panel.as_ref().map_or(0..0, Spanned::span);
                 (builders, Some(&panel.panel), span)
             }
-            StageKind::Run(_) | StageKind::Approve { .. } => return Ok(()),
+            // A goal-check node's family was checked where it was compiled.
+            StageKind::Run(_) | StageKind::Approve { .. } | StageKind::GoalCheck { .. } => return Ok(()),
         };
         let Some(panel) = panel else { return Ok(()) };
         for (i, reviewer) in panel.seats.iter().enumerate() {
@@ -902,7 +1152,9 @@ impl Compiler<'_> {
         let is_build = matches!(kind, StageKind::Build(_));
         let is_run = matches!(kind, StageKind::Run(_));
         let is_panel = matches!(kind, StageKind::Panel(_));
-        let checks: [(&str, Option<Range<usize>>, bool); 9] = [
+        let is_goal_check = matches!(kind, StageKind::GoalCheck { .. });
+        let checks: [(&str, Option<Range<usize>>, bool); 10] = [
+            ("target", raw.target.as_ref().map(Spanned::span), is_goal_check),
             ("writes", raw.writes.as_ref().map(Spanned::span), is_build),
             ("goal", raw.goal.as_ref().map(Spanned::span), is_build),
             ("reviewed_by", raw.reviewed_by.as_ref().map(Spanned::span), is_build),
@@ -1019,6 +1271,28 @@ impl Compiler<'_> {
             }
         }
     }
+}
+
+/// A stage's or node's name, where it is written, and what it needs.
+struct NodeName {
+    name: String,
+    span: Range<usize>,
+    needs: Vec<String>,
+}
+
+/// The default `max_kickbacks` of a graph.
+pub const DEFAULT_MAX_KICKBACKS: u32 = 3;
+
+/// Every node `name` needs, directly or not.
+fn ancestors_of(name: &str, needs: &BTreeMap<String, Vec<String>>) -> BTreeSet<String> {
+    let mut seen = BTreeSet::new();
+    let mut stack: Vec<&String> = needs.get(name).map(|n| n.iter().collect()).unwrap_or_default();
+    while let Some(next) = stack.pop() {
+        if seen.insert(next.clone()) {
+            stack.extend(needs.get(next).into_iter().flatten());
+        }
+    }
+    seen
 }
 
 struct Resolver<'a> {

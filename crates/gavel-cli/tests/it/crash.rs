@@ -141,6 +141,11 @@ fn threshold_panel_survives_a_kill_at_every_record_line() {
 }
 
 #[test]
+fn welcome_page_dag_survives_a_kill_at_every_record_line() {
+    assert!(check_example("welcome-page-dag", &[]) >= 20);
+}
+
+#[test]
 fn review_battery_survives_a_kill_at_every_record_line() {
     assert!(check_example("review-battery", &[]) >= 40);
 }

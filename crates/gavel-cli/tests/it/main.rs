@@ -7,6 +7,7 @@
 #[macro_use]
 mod common;
 mod crash;
+mod graph;
 
 mod goals;
 mod happy;
