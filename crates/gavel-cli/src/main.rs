@@ -149,6 +149,13 @@ struct CheckArgs {
 }
 
 fn main() -> ExitCode {
+    // A full disk or a file-size limit must surface as a write error the
+    // record can report (exit 4, the record intact), not as SIGXFSZ killing
+    // the process. Blocked here, before any thread starts, so every thread
+    // inherits it.
+    let mut xfsz = nix::sys::signal::SigSet::empty();
+    xfsz.add(nix::sys::signal::Signal::SIGXFSZ);
+    let _ = xfsz.thread_block();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(err) => {
