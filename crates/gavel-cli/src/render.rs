@@ -73,7 +73,9 @@ impl Style {
         let diagnostic = FileDiagnostic::from(located);
         let theme = if self.color { GraphicalTheme::unicode() } else { GraphicalTheme::unicode_nocolor() };
         let mut out = String::new();
-        let handler = GraphicalReportHandler::new_themed(theme).with_width(100);
+        // Wide enough that the `file:line:column: message` headline never wraps:
+        // people and scripts grep it.
+        let handler = GraphicalReportHandler::new_themed(theme).with_width(400);
         if located.source.is_empty() || handler.render_report(&mut out, &diagnostic).is_err() {
             let (line, column) = (located.line, located.column);
             out = format!(
