@@ -16,7 +16,7 @@ use sha2::{Digest as _, Sha256};
 
 use crate::de::CommandSpec;
 use crate::exec::{Asked, Executor, StageEnd, Target, with_note};
-use crate::review::PanelVerdict;
+use crate::review::{PanelVerdict, ReviewContext};
 use crate::workflow::{BuildStage, PanelStage, Refine, RunStage, Stage};
 use crate::{RunError, Status};
 use gavel_domain::rules::{self, OnCap};
@@ -53,19 +53,6 @@ struct WriteContext<'a> {
     feedback: Vec<String>,
     goal: bool,
     reviewed: bool,
-}
-
-#[derive(Debug, Serialize)]
-struct CheckContext<'a> {
-    stage: &'a str,
-    round: u32,
-    reviewer: &'a str,
-    brief: &'a str,
-    requirements: &'a [String],
-    desc: &'a str,
-    gate: &'a str,
-    files: &'a [FileView],
-    skipped: &'a [String],
 }
 
 impl Executor<'_> {
@@ -284,7 +271,7 @@ impl Executor<'_> {
         files: &[FileView],
     ) -> Result<GoalResult, RunError> {
         let requirements = self.brief_requirements();
-        let context = CheckContext {
+        let context = ReviewContext {
             stage: &stage.name,
             round,
             reviewer: seat,

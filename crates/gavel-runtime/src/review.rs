@@ -47,17 +47,18 @@ struct Reviews {
     revisers: Vec<RawEntry>,
 }
 
+/// What a goal check or a reviewer is shown.
 #[derive(Debug, Serialize)]
-struct ReviewContext<'a> {
-    stage: &'a str,
-    round: u32,
-    reviewer: &'a str,
-    brief: &'a str,
-    requirements: &'a [String],
-    desc: &'a str,
-    gate: &'a str,
-    files: &'a [FileView],
-    skipped: &'a [String],
+pub(crate) struct ReviewContext<'a> {
+    pub(crate) stage: &'a str,
+    pub(crate) round: u32,
+    pub(crate) reviewer: &'a str,
+    pub(crate) brief: &'a str,
+    pub(crate) requirements: &'a [String],
+    pub(crate) desc: &'a str,
+    pub(crate) gate: &'a str,
+    pub(crate) files: &'a [FileView],
+    pub(crate) skipped: &'a [String],
 }
 
 #[derive(Debug, Serialize)]
@@ -191,26 +192,7 @@ impl Executor<'_> {
                 .collect(),
             questions: &self.workflow.judge_questions,
         };
-        let prompt = self.prompts.render(RequestKind::Judge, &context)?;
-        let questions = self.workflow.judge_questions.clone();
-        let parse = |text: &str| {
-            let reply = JudgeReply::parse(text).map_err(|e| e.note())?;
-            rules::check_answers(&questions, &reply.answers).map_err(|note| {
-                format!("{note} Reply with one JSON object of this shape: {}", JudgeReply::SHAPE)
-            })?;
-            Ok(reply)
-        };
-        let target = Target {
-            stage: stage.to_owned(),
-            round,
-            seat: judge.clone(),
-            kind: RequestKind::Judge,
-            writes: Vec::new(),
-        };
-        let reply = match self.ask_one(target, |note| Ok(with_note(&prompt, note)), parse).await? {
-            Asked::Answer(reply, _) => Some(reply),
-            Asked::GaveUp(..) => None,
-        };
+        let reply = self.ask_judge(stage, round, judge, &context).await?;
         let decision = rules::route(&JudgeInput {
             round,
             cap: *cap,
@@ -226,27 +208,7 @@ impl Executor<'_> {
         } else {
             (decision.route, decision.reason.clone())
         };
-        let judgements: Vec<RecordedJudgement> = match &reply {
-            Some(reply) => reply
-                .findings
-                .iter()
-                .map(|d| RecordedJudgement {
-                    finding: d.finding.clone(),
-                    decision: d.decision,
-                    reason: d.reason.clone(),
-                })
-                .collect(),
-            None => Vec::new(),
-        };
-        let answers: BTreeMap<String, serde_json::Value> = reply
-            .as_ref()
-            .map(|r| {
-                r.answers
-                    .iter()
-                    .map(|(k, v)| (k.clone(), serde_json::to_value(v).unwrap_or_default()))
-                    .collect()
-            })
-            .unwrap_or_default();
+        let (answers, judgements) = recorded_parts(reply.as_ref());
         self.st().journal.emit(Event::RefineJudge(RefineJudge {
             stage: stage.to_owned(),
             round,
@@ -305,6 +267,38 @@ impl Executor<'_> {
         })
     }
 
+    /// Asks a judge seat to answer the round's questions and decide each
+    /// finding; `None` when it sent no readable reply twice (which routes as
+    /// "run again").
+    async fn ask_judge(
+        &self,
+        stage: &str,
+        round: u32,
+        judge: &str,
+        context: &JudgeContext<'_>,
+    ) -> Result<Option<JudgeReply>, RunError> {
+        let prompt = self.prompts.render(RequestKind::Judge, context)?;
+        let questions = &self.workflow.judge_questions;
+        let parse = |text: &str| {
+            let reply = JudgeReply::parse(text).map_err(|e| e.note())?;
+            rules::check_answers(questions, &reply.answers).map_err(|note| {
+                format!("{note} Reply with one JSON object of this shape: {}", JudgeReply::SHAPE)
+            })?;
+            Ok(reply)
+        };
+        let target = Target {
+            stage: stage.to_owned(),
+            round,
+            seat: judge.to_owned(),
+            kind: RequestKind::Judge,
+            writes: Vec::new(),
+        };
+        Ok(match self.ask_one(target, |note| Ok(with_note(&prompt, note)), parse).await? {
+            Asked::Answer(reply, _) => Some(reply),
+            Asked::GaveUp(..) => None,
+        })
+    }
+
     /// Asks the `max_kickbacks` judge whether sending the work back is worth
     /// it (SPEC 2.2, 4.2): another round goes ahead; a stop lets the sender's
     /// outcome stand; a fail ends the run.
@@ -329,26 +323,7 @@ impl Executor<'_> {
             findings: findings.iter().map(|f| view(f, &[])).collect(),
             questions: &self.workflow.judge_questions,
         };
-        let prompt = self.prompts.render(RequestKind::Judge, &context)?;
-        let questions = self.workflow.judge_questions.clone();
-        let parse = |text: &str| {
-            let reply = JudgeReply::parse(text).map_err(|e| e.note())?;
-            rules::check_answers(&questions, &reply.answers).map_err(|note| {
-                format!("{note} Reply with one JSON object of this shape: {}", JudgeReply::SHAPE)
-            })?;
-            Ok(reply)
-        };
-        let target = Target {
-            stage: sender.name.clone(),
-            round,
-            seat: judge.to_owned(),
-            kind: RequestKind::Judge,
-            writes: Vec::new(),
-        };
-        let reply = match self.ask_one(target, |note| Ok(with_note(&prompt, note)), parse).await? {
-            Asked::Answer(reply, _) => Some(reply),
-            Asked::GaveUp(..) => None,
-        };
+        let reply = self.ask_judge(&sender.name, round, judge, &context).await?;
         let decision = rules::route(&JudgeInput {
             round: count,
             cap,
@@ -357,28 +332,7 @@ impl Executor<'_> {
             findings,
             reply: reply.as_ref(),
         });
-        let answers: BTreeMap<String, serde_json::Value> = reply
-            .as_ref()
-            .map(|r| {
-                r.answers
-                    .iter()
-                    .map(|(k, v)| (k.clone(), serde_json::to_value(v).unwrap_or_default()))
-                    .collect()
-            })
-            .unwrap_or_default();
-        let judgements = reply
-            .as_ref()
-            .map(|r| {
-                r.findings
-                    .iter()
-                    .map(|d| RecordedJudgement {
-                        finding: d.finding.clone(),
-                        decision: d.decision,
-                        reason: d.reason.clone(),
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
+        let (answers, judgements) = recorded_parts(reply.as_ref());
         self.st().journal.emit(Event::RefineJudge(RefineJudge {
             stage: sender.name.clone(),
             round,
@@ -662,6 +616,26 @@ impl Executor<'_> {
         self.st().report(stage).synthesis.push(SynthesisRound { round, entries: report_entries });
         Ok((left, votes_by_id))
     }
+}
+
+/// A judge's answers and decisions as `refine:judge` records them (empty
+/// when it sent no readable reply).
+fn recorded_parts(
+    reply: Option<&JudgeReply>,
+) -> (BTreeMap<String, serde_json::Value>, Vec<RecordedJudgement>) {
+    let Some(reply) = reply else { return (BTreeMap::new(), Vec::new()) };
+    let answers =
+        reply.answers.iter().map(|(k, v)| (k.clone(), serde_json::to_value(v).unwrap_or_default())).collect();
+    let judgements = reply
+        .findings
+        .iter()
+        .map(|d| RecordedJudgement {
+            finding: d.finding.clone(),
+            decision: d.decision,
+            reason: d.reason.clone(),
+        })
+        .collect();
+    (answers, judgements)
 }
 
 fn first_sentence(text: &str) -> &str {
