@@ -82,6 +82,10 @@ fn what_raw(event: &Event) -> String {
             };
             format!("{} r{}: `{command}` {result} in {}", e.stage, e.round, millis(e.ms))
         }
+        Event::JobDone(e) => {
+            let to = e.to.as_ref().map_or_else(String::new, |to| format!(" → {to}"));
+            format!("{} r{}: job {}{to}: {}", e.stage, e.round, e.status, e.summary)
+        }
         Event::GoalCheck(e) => {
             let unmet =
                 e.requirements.iter().filter(|r| r.verdict == gavel_domain::protocol::Verdict::Unmet).count();

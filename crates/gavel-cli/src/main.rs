@@ -229,6 +229,7 @@ fn resume(args: &ResumeArgs, style: &Style) -> Result<i32, RunError> {
         record,
         approver: approver_for(args.answers.as_deref())?,
         max_cost_usd: args.max_cost_usd,
+        workflow: None,
     };
     let progress = render::Progress::new(style);
     let outcome = runtime()?.block_on(gavel_runtime::resume(request, &progress))?;
@@ -271,7 +272,8 @@ fn approve(args: &ApproveArgs, style: &Style) -> Result<i32, RunError> {
         by: approve::person(args.by.as_deref()),
         reason: args.reason.clone().unwrap_or_default(),
     };
-    let request = ResumeRequest { record, approver: Some(Arc::new(answer)), max_cost_usd: None };
+    let request =
+        ResumeRequest { record, approver: Some(Arc::new(answer)), max_cost_usd: None, workflow: None };
     let progress = render::Progress::new(style);
     let outcome = runtime()?.block_on(gavel_runtime::resume(request, &progress))?;
     Ok(finish(&outcome, args.json, style))

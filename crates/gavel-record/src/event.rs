@@ -69,6 +69,9 @@ pub enum Event {
     /// A command ran (a `run` stage or a gate).
     #[serde(rename = "check:run")]
     CheckRun(CheckRun),
+    /// A custom job (a node written in Rust) finished.
+    #[serde(rename = "job:done")]
+    JobDone(JobDone),
     /// The goal check's verdict on every requirement.
     #[serde(rename = "goal:check")]
     GoalCheck(GoalCheck),
@@ -112,6 +115,7 @@ impl Event {
             Event::SeatError(_) => "seat:error",
             Event::BuildDone(_) => "build:done",
             Event::CheckRun(_) => "check:run",
+            Event::JobDone(_) => "job:done",
             Event::GoalCheck(_) => "goal:check",
             Event::ReviewDecision(_) => "review:decision",
             Event::ReviewSynthesis(_) => "review:synthesis",
@@ -126,7 +130,7 @@ impl Event {
     }
 
     /// Every kind this version of gavel knows, for error messages.
-    pub const KINDS: [&'static str; 17] = [
+    pub const KINDS: [&'static str; 18] = [
         "run:start",
         "stage:start",
         "seat:request",
@@ -134,6 +138,7 @@ impl Event {
         "seat:error",
         "build:done",
         "check:run",
+        "job:done",
         "goal:check",
         "review:decision",
         "review:synthesis",
@@ -269,6 +274,29 @@ pub struct CheckRun {
     /// Why it could not start at all (a missing program, a bad folder).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+}
+
+/// `job:done`: how a custom job came out. Its result is an effect: a
+/// resumed run reads it here instead of running the job again.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobDone {
+    /// The job's node.
+    pub stage: String,
+    /// The round.
+    pub round: u32,
+    /// `pass`, `send_back` or `fail`.
+    pub status: String,
+    /// What the job said.
+    pub summary: String,
+    /// Where a `send_back` goes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to: Option<String>,
+    /// The findings a `send_back` or `fail` carries.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub findings: Vec<Finding>,
+    /// How long it ran, in milliseconds.
+    #[serde(default)]
+    pub ms: u64,
 }
 
 /// `goal:check`.

@@ -165,6 +165,7 @@ impl RunState {
             }
             Event::BuildDone(_)
             | Event::CheckRun(_)
+            | Event::JobDone(_)
             | Event::GoalCheck(_)
             | Event::ReviewDecision(_)
             | Event::ReviewSynthesis(_)

@@ -61,6 +61,9 @@ pub struct ResumeRequest {
     pub approver: Option<Arc<dyn Approver>>,
     /// A new budget, in place of the workflow's `max_cost_usd`.
     pub max_cost_usd: Option<f64>,
+    /// The workflow, when it was built in code (the library face): a file
+    /// workflow is loaded from the path the record names.
+    pub workflow: Option<Workflow>,
 }
 
 /// Starts a new run and executes it until it passes, fails or pauses.
@@ -102,7 +105,7 @@ pub async fn start(request: StartRequest, observer: &dyn Observer) -> Result<Out
 /// Takes a run up again from its record: replays what is recorded, performs
 /// what is not. A finished run is walked without writing and reported.
 pub async fn resume(request: ResumeRequest, observer: &dyn Observer) -> Result<Outcome, RunError> {
-    let ResumeRequest { record, approver, max_cost_usd } = request;
+    let ResumeRequest { record, approver, max_cost_usd, workflow: built } = request;
     let record = record.as_path();
     let lock = RunLock::acquire(record)?;
     let recording = read_record(record)?;
@@ -116,7 +119,10 @@ pub async fn resume(request: ResumeRequest, observer: &dyn Observer) -> Result<O
             record.display()
         )));
     }
-    let mut workflow = Workflow::load(Path::new(&state.file))?;
+    let mut workflow = match built {
+        Some(workflow) => workflow,
+        None => Workflow::load(Path::new(&state.file))?,
+    };
     if workflow.digest != state.digest {
         return Err(RunError::Refused(format!(
             "the workflow {} or its brief changed since run `{}` started; a run resumes only against the files it started with; restore them, or start a new run with `gavel run`",
@@ -435,6 +441,7 @@ impl<'o> Executor<'o> {
             StageKind::Panel(panel) => self.panel_stage(node, panel).await,
             StageKind::Approve { files } => self.approve_stage(node, files.as_deref()),
             StageKind::GoalCheck { seat, target } => self.goal_node(node, seat, target).await,
+            StageKind::Job(job) => self.job_node(node, job, feedback).await,
         }
     }
 

@@ -49,6 +49,7 @@ pub fn mermaid(workflow: &Workflow) -> String {
                 ("([\"", "\"])", format!("a person approves {files}"))
             }
             StageKind::GoalCheck { seat, .. } => ("{\"", "\"}", format!("goal check: {seat}")),
+            StageKind::Job(job) => ("[/\"", "\"/]", format!("job: {}", job.name)),
         };
         let label = escape(&format!("{}<br/>{what}", stage.name));
         let _ = writeln!(out, "  {node}{open}{label}{close}");
@@ -68,7 +69,7 @@ pub fn mermaid(workflow: &Workflow) -> String {
             StageKind::Run(run) => (run.sends_back_to.as_deref(), "fails"),
             StageKind::Panel(panel) => (panel.sends_back_to.as_deref(), "revise"),
             StageKind::GoalCheck { target, .. } => (Some(target.as_str()), "unmet"),
-            StageKind::Build(_) | StageKind::Approve { .. } => (None, ""),
+            StageKind::Build(_) | StageKind::Approve { .. } | StageKind::Job(_) => (None, ""),
         };
         if let Some(to) = to {
             let bound = match workflow.stages.iter().find(|s| s.name == to).map(|s| &s.kind) {

@@ -12,8 +12,8 @@ use std::path::Path;
 
 use gavel_domain::{RequestKind, Usage};
 use gavel_record::event::{
-    Approval, ApprovalRequest, BuildDone, CheckRun, EndStatus, RunEnd, RunPause, RunResume, SeatError,
-    SeatKey, SeatReply, SeatRequest,
+    Approval, ApprovalRequest, BuildDone, CheckRun, EndStatus, JobDone, RunEnd, RunPause, RunResume,
+    SeatError, SeatKey, SeatReply, SeatRequest,
 };
 use gavel_record::{Envelope, Event, RecordWriter, WriteError};
 
@@ -46,6 +46,7 @@ pub struct Journal<'o> {
     results: HashMap<SeatKey, Recorded<SeatResult>>,
     builds: HashMap<(String, u32), BuildDone>,
     checks: HashMap<(String, u32), CheckRun>,
+    jobs: HashMap<(String, u32), JobDone>,
     asks: HashMap<(String, u32), ApprovalRequest>,
     approvals: HashMap<(String, u32), Recorded<Approval>>,
     turns: HashMap<(String, RequestKind), u32>,
@@ -75,6 +76,7 @@ impl<'o> Journal<'o> {
             results: HashMap::new(),
             builds: HashMap::new(),
             checks: HashMap::new(),
+            jobs: HashMap::new(),
             asks: HashMap::new(),
             approvals: HashMap::new(),
             turns: HashMap::new(),
@@ -111,6 +113,9 @@ impl<'o> Journal<'o> {
             }
             Event::CheckRun(check) => {
                 self.checks.insert((check.stage.clone(), check.round), check.clone());
+            }
+            Event::JobDone(job) => {
+                self.jobs.insert((job.stage.clone(), job.round), job.clone());
             }
             Event::ApprovalRequest(ask) => {
                 self.asks.insert((ask.stage.clone(), ask.round), ask.clone());
@@ -238,6 +243,16 @@ impl<'o> Journal<'o> {
         self.checks.get(&(stage.to_owned(), round)).cloned()
     }
 
+    /// A custom job's recorded result, if any.
+    pub fn job_done(&self, stage: &str, round: u32) -> Option<JobDone> {
+        self.jobs.get(&(stage.to_owned(), round)).cloned()
+    }
+
+    /// Records a custom job's result.
+    pub fn record_job(&mut self, job: JobDone) -> Result<(), WriteError> {
+        self.append(Event::JobDone(job)).map(|_| ())
+    }
+
     /// Records a command run just performed.
     pub fn record_check(&mut self, check: CheckRun) -> Result<(), WriteError> {
         self.append(Event::CheckRun(check)).map(|_| ())
@@ -292,6 +307,7 @@ fn derived_key(event: &Event) -> Option<String> {
         Event::StageStart(e) => format!("stage:start/{}/{}", e.stage, e.round),
         Event::BuildDone(e) => format!("build:done/{}/{}", e.stage, e.round),
         Event::CheckRun(e) => format!("check:run/{}/{}", e.stage, e.round),
+        Event::JobDone(e) => format!("job:done/{}/{}", e.stage, e.round),
         Event::GoalCheck(e) => format!("goal:check/{}/{}", e.stage, e.round),
         Event::ReviewDecision(e) => {
             format!("review:decision/{}/{}/{}/{}", e.stage, e.round, e.reviewer, e.attempt)

@@ -9,9 +9,11 @@
 //! [`Observer`], and results come back as values.
 
 pub mod brief;
+pub mod builder;
 pub mod de;
 mod exec;
 pub mod graph;
+pub mod job;
 pub mod journal;
 mod phases;
 pub mod prompts;
@@ -26,7 +28,8 @@ use gavel_record::{Envelope, LockError, ReadError, WriteError, exit};
 use serde::Serialize;
 
 pub use exec::{ResumeRequest, StartRequest, check_supported, resume, start};
-pub use workflow::Workflow;
+pub use job::{Job, JobContext, JobOutcome, fn_job};
+pub use workflow::{Registry, Workflow};
 
 /// Receives progress while a run works. Implementations must be cheap: they
 /// are called on the executor's path.

@@ -130,7 +130,19 @@ impl Executor<'_> {
             // 2. Goal check: every round, also when a file is missing.
             let mut decision = format!("built {}", list_or_none(done.files.keys()));
             if let Some(goal) = &build.goal {
-                match self.goal_check(stage, round, build, goal, &files).await? {
+                match self
+                    .goal_check(
+                        stage,
+                        round,
+                        (
+                            build.desc.as_deref().unwrap_or_default(),
+                            build.gate.as_deref().unwrap_or_default(),
+                        ),
+                        goal,
+                        &files,
+                    )
+                    .await?
+                {
                     GoalResult::Met => decision.push_str("; goal check: every requirement met"),
                     GoalResult::Unmet(unmet) => {
                         let line =
@@ -266,7 +278,7 @@ impl Executor<'_> {
         &self,
         stage: &Stage,
         round: u32,
-        build: &BuildStage,
+        texts: (&str, &str),
         seat: &str,
         files: &[FileView],
     ) -> Result<GoalResult, RunError> {
@@ -277,8 +289,8 @@ impl Executor<'_> {
             reviewer: seat,
             brief: self.brief_body(),
             requirements: &requirements,
-            desc: build.desc.as_deref().unwrap_or_default(),
-            gate: build.gate.as_deref().unwrap_or_default(),
+            desc: texts.0,
+            gate: texts.1,
             files,
             skipped: &[],
         };
@@ -366,19 +378,19 @@ impl Executor<'_> {
             return Ok(StageEnd::Fail(format!("node `{}` ran out of rounds", stage.name)));
         };
         self.st().journal.emit(Event::StageStart(StageStart { stage: stage.name.clone(), round }))?;
-        let build = self.workflow.stages.iter().find(|s| s.name == target).and_then(|s| match &s.kind {
-            crate::workflow::StageKind::Build(build) => Some(build.clone()),
-            _ => None,
-        });
-        let Some(build) = build else {
-            // The compiler checked the target; a missing one is a broken workflow.
-            return Ok(StageEnd::Fail(format!(
-                "node `{}`: its target `{target}` is not a builder node",
-                stage.name
-            )));
-        };
-        let files = self.file_views(&build.writes);
-        match self.goal_check(stage, round, &build, seat, &files).await? {
+        // The target's files: a builder's `writes`, or for a job the brief's `files`.
+        let brief_files = self.workflow.brief.as_ref().map(|b| b.files.clone()).unwrap_or_default();
+        let (writes, desc, gate) =
+            match self.workflow.stages.iter().find(|s| s.name == target).map(|s| &s.kind) {
+                Some(crate::workflow::StageKind::Build(build)) => (
+                    build.writes.clone(),
+                    build.desc.clone().unwrap_or_default(),
+                    build.gate.clone().unwrap_or_default(),
+                ),
+                _ => (brief_files, String::new(), String::new()),
+            };
+        let files = self.file_views(&writes);
+        match self.goal_check(stage, round, (&desc, &gate), seat, &files).await? {
             GoalResult::Unreadable(last) => {
                 let reason = format!("the goal check `{seat}` sent no readable reply twice: {last}");
                 self.decide(&stage.name, round, Status::Paused, &reason);
@@ -423,6 +435,94 @@ impl Executor<'_> {
                 })
             }
         }
+    }
+
+    /// A `job` node: Rust code decides. Its result is recorded, so a replay
+    /// reads it instead of running the job again.
+    pub(crate) async fn job_node(
+        &self,
+        stage: &Stage,
+        job: &crate::job::JobRef,
+        feedback: Vec<Finding>,
+    ) -> Result<StageEnd, RunError> {
+        use crate::job::{JobContext, JobOutcome};
+        let Some(round) = self.next_round(&stage.name, u32::MAX) else {
+            return Ok(StageEnd::Fail(format!("node `{}` ran out of rounds", stage.name)));
+        };
+        self.st().journal.emit(Event::StageStart(StageStart { stage: stage.name.clone(), round }))?;
+        let recorded = self.st().journal.job_done(&stage.name, round);
+        let done = if let Some(done) = recorded {
+            done
+        } else {
+            let context =
+                JobContext { node: stage.name.clone(), round, workspace: self.workspace.clone(), feedback };
+            let started = std::time::Instant::now();
+            let outcome = job.job.run(&context).await;
+            let ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+            let (status, summary, to, findings) = match outcome {
+                Ok(JobOutcome::Pass(summary)) => ("pass", summary, None, Vec::new()),
+                Ok(JobOutcome::SendBack { to, reason, findings }) => {
+                    ("send_back", reason, Some(to), findings)
+                }
+                Ok(JobOutcome::Fail(summary)) => ("fail", summary, None, Vec::new()),
+                Err(error) => ("fail", format!("the job failed: {error}"), None, Vec::new()),
+            };
+            let done = gavel_record::event::JobDone {
+                stage: stage.name.clone(),
+                round,
+                status: status.to_owned(),
+                summary,
+                to,
+                findings,
+                ms,
+            };
+            self.st().journal.record_job(done.clone())?;
+            done
+        };
+        match (done.status.as_str(), done.to) {
+            ("pass", _) => {
+                self.decide(&stage.name, round, Status::Pass, &format!("job: {}", done.summary));
+                Ok(StageEnd::Pass)
+            }
+            ("send_back", Some(to)) => {
+                let upstream = self.upstream_of(&stage.name);
+                if !upstream.contains(&to) {
+                    let summary = format!(
+                        "node `{}` tried to send work back to `{to}`, which is not a node it needs",
+                        stage.name
+                    );
+                    self.decide(&stage.name, round, Status::Fail, &summary);
+                    return Ok(StageEnd::Fail(summary));
+                }
+                self.decide(
+                    &stage.name,
+                    round,
+                    Status::Fail,
+                    &format!("job: {}; back to `{to}`", done.summary),
+                );
+                Ok(StageEnd::SendBack { to, round, reason: done.summary, findings: done.findings })
+            }
+            _ => {
+                self.decide(&stage.name, round, Status::Fail, &format!("job: {}", done.summary));
+                Ok(StageEnd::Fail(format!("node `{}`: {}", stage.name, done.summary)))
+            }
+        }
+    }
+
+    /// Every node `name` needs, directly or not.
+    fn upstream_of(&self, name: &str) -> Vec<String> {
+        let mut seen: Vec<String> = Vec::new();
+        let mut stack: Vec<String> =
+            self.workflow.stages.iter().find(|s| s.name == name).map(|s| s.needs.clone()).unwrap_or_default();
+        while let Some(next) = stack.pop() {
+            if !seen.contains(&next) {
+                if let Some(node) = self.workflow.stages.iter().find(|s| s.name == next) {
+                    stack.extend(node.needs.iter().cloned());
+                }
+                seen.push(next);
+            }
+        }
+        seen
     }
 
     /// A `run` stage: the command is the gate.

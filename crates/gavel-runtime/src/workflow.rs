@@ -19,6 +19,7 @@ use toml::Spanned;
 
 use crate::brief::Brief;
 use crate::de::{ApproveSpec, CommandSpec, KickbacksSpec, OneOrMany, RefineSpec, SynthesiseSpec};
+use crate::job::JobRef;
 
 type S<T> = Spanned<T>;
 
@@ -89,6 +90,8 @@ struct FileStage {
     needs: Option<S<OneOrMany>>,
     #[serde(default)]
     goal_check: Option<S<String>>,
+    #[serde(default)]
+    job: Option<S<String>>,
     #[serde(default)]
     target: Option<S<String>>,
     #[serde(default)]
@@ -260,6 +263,8 @@ pub enum StageKind {
         /// The files, or `None` for every file written so far.
         files: Option<Vec<String>>,
     },
+    /// `job`: a node written in Rust, registered with [`Registry::job`].
+    Job(JobRef),
     /// `goal_check` (graph form): a seat checks the brief against a builder
     /// node's files; unmet requirements go back to that node.
     GoalCheck {
@@ -279,6 +284,7 @@ impl StageKind {
             StageKind::Panel(_) => "panel",
             StageKind::Approve { .. } => "approve",
             StageKind::GoalCheck { .. } => "goal_check",
+            StageKind::Job(_) => "job",
         }
     }
 }
@@ -320,6 +326,52 @@ pub enum Kickbacks {
         /// The most kickbacks to one node.
         cap: u32,
     },
+}
+
+/// What a workflow built in Rust brings that a file cannot say: jobs
+/// written in Rust, seats made in code, and the brief's text. A file names
+/// them (`job = "name"`, a seat without `script`); the registry supplies them.
+#[derive(Clone, Default)]
+pub struct Registry {
+    jobs: BTreeMap<String, Arc<dyn crate::job::Job>>,
+    seats: BTreeMap<String, Arc<dyn Seat>>,
+    brief: Option<String>,
+}
+
+impl std::fmt::Debug for Registry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Registry")
+            .field("jobs", &self.jobs.keys().collect::<Vec<_>>())
+            .field("seats", &self.seats.keys().collect::<Vec<_>>())
+            .field("brief", &self.brief.is_some())
+            .finish()
+    }
+}
+
+impl Registry {
+    /// Registers a job a node names with `job = "name"`.
+    pub fn job(&mut self, name: &str, job: Arc<dyn crate::job::Job>) -> &mut Self {
+        self.jobs.insert(name.to_owned(), job);
+        self
+    }
+
+    /// Registers a seat made in code; it answers for the `[seats]` entry of
+    /// the same name.
+    pub fn seat(&mut self, name: &str, seat: Arc<dyn Seat>) -> &mut Self {
+        self.seats.insert(name.to_owned(), seat);
+        self
+    }
+
+    /// Whether the brief's text comes from here.
+    pub fn has_brief(&self) -> bool {
+        self.brief.is_some()
+    }
+
+    /// Gives the brief's text (front matter included) instead of a file.
+    pub fn brief_text(&mut self, text: &str) -> &mut Self {
+        self.brief = Some(text.to_owned());
+        self
+    }
 }
 
 /// A validated workflow, ready to run.
@@ -368,13 +420,20 @@ impl Workflow {
     /// Parses and validates a workflow from its text. `file` names the file
     /// in errors as the user gave it, and anchors relative paths.
     pub fn parse(file: &Path, source: &str) -> Result<Self, Box<Located>> {
+        Self::parse_with(file, source, &Registry::default())
+    }
+
+    /// Parses a workflow whose jobs, code-made seats or brief text come from
+    /// `registry` (the library face: [`crate::builder::WorkflowBuilder`]
+    /// writes the file text and fills the registry).
+    pub fn parse_with(file: &Path, source: &str, registry: &Registry) -> Result<Self, Box<Located>> {
         let raw: FileWorkflow = toml::from_str(source).map_err(|err| {
             let span = err.span().unwrap_or(0..0);
             let message = err.message().trim_end().to_owned();
             let hint = hint_for_toml_error(&message);
             Box::new(Located::new(file, source, span, message).with_hint(hint))
         })?;
-        Compiler { file, source }.compile(&raw)
+        Compiler { file, source, registry }.compile(&raw)
     }
 
     /// The seat a name refers to.
@@ -434,6 +493,7 @@ fn hint_for_toml_error(message: &str) -> String {
 struct Compiler<'a> {
     file: &'a Path,
     source: &'a str,
+    registry: &'a Registry,
 }
 
 impl Compiler<'_> {
@@ -452,9 +512,13 @@ impl Compiler<'_> {
         let judge_questions = self.questions(raw.judge.as_ref())?;
 
         let options = self.options(raw.options.as_ref(), &dir)?;
-        let brief = match &raw.brief {
-            Some(brief) => Some(self.brief(brief, &dir)?),
-            None => None,
+        let brief = match (&raw.brief, &self.registry.brief) {
+            (_, Some(text)) => {
+                let path = raw.brief.as_ref().map_or_else(|| dir.join("brief.md"), |b| dir.join(b.get_ref()));
+                Some(Brief::parse(&path, text.clone())?)
+            }
+            (Some(brief), None) => Some(self.brief(brief, &dir)?),
+            (None, None) => None,
         };
         let seats = self.seats(&raw.seats, &dir)?;
         let roles = self.roles(&raw.roles, &seats)?;
@@ -762,6 +826,14 @@ impl Compiler<'_> {
             check_name(name.get_ref())
                 .map_err(|why| self.err(span.clone(), format!("seat name {why}"), NAME_HINT))?;
             let spec_ref = spec.get_ref();
+            if let Some(seat) = self.registry.seats.get(name.get_ref()) {
+                let family = seat_family(spec_ref).unwrap_or_else(|| seat.family().clone());
+                seats.insert(
+                    name.get_ref().clone(),
+                    SeatEntry { spec: spec_ref.clone(), family, seat: Arc::clone(seat) },
+                );
+                continue;
+            }
             if spec_ref.engine == Engine::Script && spec_ref.script.is_none() {
                 return Err(self.err(
                     spec.span(),
@@ -895,6 +967,7 @@ impl Compiler<'_> {
             raw.panel.as_ref().map(|_| "panel"),
             raw.approve.as_ref().map(|_| "approve"),
             raw.goal_check.as_ref().map(|_| "goal_check"),
+            raw.job.as_ref().map(|_| "job"),
         ]
         .into_iter()
         .flatten()
@@ -908,7 +981,7 @@ impl Compiler<'_> {
             return Err(self.err(
                 span,
                 message,
-                "give each stage exactly one of `agent`, `run`, `panel`, `approve`, `goal_check`",
+                "give each stage exactly one of `agent`, `run`, `panel`, `approve`, `goal_check`, `job`",
             ));
         }
         let sends_back_to = match &raw.sends_back_to {
@@ -1021,6 +1094,15 @@ impl Compiler<'_> {
                 }
             };
             StageKind::Approve { files }
+        } else if let Some(job) = &raw.job {
+            let Some(found) = self.registry.jobs.get(job.get_ref()) else {
+                return Err(self.err(
+                    job.span(),
+                    format!("no job named `{}` is registered", job.get_ref()),
+                    "jobs are written in Rust and registered with `Registry::job` (or `WorkflowBuilder::job`); a workflow file alone cannot define one",
+                ));
+            };
+            StageKind::Job(JobRef { name: job.get_ref().clone(), job: Arc::clone(found) })
         } else if let Some(goal_check) = &raw.goal_check {
             let seat = resolver.one_seat(self, goal_check, "goal check")?;
             let Some(target) = &raw.target else {
@@ -1030,30 +1112,38 @@ impl Compiler<'_> {
                     "add `target = \"<the builder node>\"`: unmet requirements go back to it",
                 ));
             };
-            let Some(StageKind::Build(build)) =
-                before.iter().find(|s| &s.name == target.get_ref()).map(|s| &s.kind)
-            else {
-                return Err(self.err(
-                    target.span(),
-                    format!(
-                        "`target` names `{}`, which is not a builder node this one needs",
-                        target.get_ref()
-                    ),
-                    known(
-                        "builder nodes it needs",
-                        before.iter().filter(|s| matches!(s.kind, StageKind::Build(_))).map(|s| &s.name),
-                    ),
-                ));
+            let builder = match before.iter().find(|s| &s.name == target.get_ref()).map(|s| &s.kind) {
+                Some(StageKind::Build(build)) => Some(build.builder.clone()),
+                // A job writes what the brief names; the checker reads those.
+                Some(StageKind::Job(_)) => None,
+                _ => {
+                    return Err(self.err(
+                        target.span(),
+                        format!(
+                            "`target` names `{}`, which is not a builder or job node this one needs",
+                            target.get_ref()
+                        ),
+                        known(
+                            "builder and job nodes it needs",
+                            before
+                                .iter()
+                                .filter(|s| matches!(s.kind, StageKind::Build(_) | StageKind::Job(_)))
+                                .map(|s| &s.name),
+                        ),
+                    ));
+                }
             };
             let family = |seat: &str| {
                 resolver.seats.get(seat).map(|e| e.family.as_str().to_owned()).unwrap_or_default()
             };
-            if !raw.allow_same_family.unwrap_or(false) && family(&seat) == family(&build.builder) {
+            if let Some(builder) = &builder
+                && !raw.allow_same_family.unwrap_or(false)
+                && family(&seat) == family(builder)
+            {
                 return Err(self.err(
                     goal_check.span(),
                     format!(
-                        "node `{name}`: the goal check `{seat}` and the builder `{}` are both of family {}; the check would not be a second opinion",
-                        build.builder,
+                        "node `{name}`: the goal check `{seat}` and the builder `{builder}` are both of family {}; the check would not be a second opinion",
                         family(&seat)
                     ),
                     "choose a seat from another model family, or set `allow_same_family = true` on the node (the run records it)",
@@ -1119,7 +1209,12 @@ impl Compiler<'_> {
                 (builders, Some(&panel.panel), span)
             }
             // A goal-check node's family was checked where it was compiled.
-            StageKind::Run(_) | StageKind::Approve { .. } | StageKind::GoalCheck { .. } => return Ok(()),
+            StageKind::Run(_)
+            | StageKind::Approve { .. }
+            | StageKind::GoalCheck { .. }
+            | StageKind::Job(_) => {
+                return Ok(());
+            }
         };
         let Some(panel) = panel else { return Ok(()) };
         for (i, reviewer) in panel.seats.iter().enumerate() {
