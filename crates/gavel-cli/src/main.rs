@@ -348,7 +348,6 @@ fn log(args: &LogArgs, style: &Style) -> Result<i32, RunError> {
 
 fn check(args: &CheckArgs, style: &Style) -> Result<i32, RunError> {
     let workflow = Workflow::load(&args.workflow)?;
-    gavel_runtime::check_supported(&workflow)?;
     workflow.check_commands(&std::env::current_dir().unwrap_or_default())?;
     let seats: Vec<serde_json::Value> = workflow
         .seats

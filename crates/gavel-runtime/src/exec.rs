@@ -69,7 +69,6 @@ pub struct ResumeRequest {
 /// Starts a new run and executes it until it passes, fails or pauses.
 pub async fn start(request: StartRequest, observer: &dyn Observer) -> Result<Outcome, RunError> {
     let StartRequest { workflow, workspace, run_id, record, approver } = request;
-    check_supported(&workflow)?;
     if !workspace.is_dir() {
         return Err(RunError::Refused(format!(
             "the workspace {} is not a folder; create it or pass --workspace DIR",
@@ -129,7 +128,6 @@ pub async fn resume(request: ResumeRequest, observer: &dyn Observer) -> Result<O
             state.file, state.run_id
         )));
     }
-    check_supported(&workflow)?;
     // A budget raised on an earlier resume is in the record, so it survives
     // a crash; a new one given now wins.
     if let Some(limit) = max_cost_usd.or_else(|| budget_raised(&recording.events)) {
@@ -157,15 +155,6 @@ fn budget_raised(events: &[gavel_record::Envelope]) -> Option<f64> {
         Event::RunResume(resume) => resume.max_cost_usd,
         _ => None,
     })
-}
-
-/// Refuses, before anything is recorded, a workflow this version cannot run.
-pub fn check_supported(workflow: &Workflow) -> Result<(), RunError> {
-    // Every stage kind of the stages form runs in this version; the check
-    // stays so a file that uses a kind a build lacks is refused before
-    // anything is recorded.
-    let _ = workflow;
-    Ok(())
 }
 
 /// What becomes of a kickback.

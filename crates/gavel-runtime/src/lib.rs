@@ -27,7 +27,7 @@ use gavel_domain::{Located, Usage};
 use gavel_record::{Envelope, LockError, ReadError, WriteError, exit};
 use serde::Serialize;
 
-pub use exec::{ResumeRequest, StartRequest, check_supported, resume, start};
+pub use exec::{ResumeRequest, StartRequest, resume, start};
 pub use job::{Job, JobContext, JobOutcome, fn_job};
 pub use workflow::{Registry, Workflow};
 
