@@ -337,7 +337,18 @@ impl<'o> Executor<'o> {
     async fn run(self) -> Result<Outcome, RunError> {
         let nodes = self.workflow.stages.clone();
         let count = nodes.len();
-        let index_of = |name: &str| nodes.iter().position(|s| s.name == name);
+        // Each node's needs by index, found once: the walk checks readiness
+        // after every node ends, so a name lookup there would cost a scan of
+        // the whole graph per need per step.
+        let positions: HashMap<&str, usize> =
+            nodes.iter().enumerate().map(|(i, s)| (s.name.as_str(), i)).collect();
+        let needs: Vec<Vec<usize>> = nodes
+            .iter()
+            .map(|node| node.needs.iter().filter_map(|need| positions.get(need.as_str()).copied()).collect())
+            .collect();
+        // Nodes before this one are all done (or running): the scan for ready
+        // nodes starts here, so a long chain is walked in linear time.
+        let mut first_open = 0;
         let mut done = vec![false; count];
         let mut in_flight = vec![false; count];
         // Bumped when a node is reset, so a run of it that was already going
@@ -348,13 +359,14 @@ impl<'o> Executor<'o> {
         let limit = self.workflow.options.max_parallel.unwrap_or(usize::MAX);
         let mut running = FuturesUnordered::new();
         loop {
-            for (i, node) in nodes.iter().enumerate() {
+            while first_open < count && done[first_open] {
+                first_open += 1;
+            }
+            for (i, node) in nodes.iter().enumerate().skip(first_open) {
                 if running.len() >= limit {
                     break;
                 }
-                let ready = !done[i]
-                    && !in_flight[i]
-                    && node.needs.iter().all(|need| index_of(need).is_some_and(|j| done[j]));
+                let ready = !done[i] && !in_flight[i] && needs[i].iter().all(|&j| done[j]);
                 if !ready {
                     continue;
                 }
@@ -393,6 +405,7 @@ impl<'o> Executor<'o> {
                             for j in downstream_of(&nodes, &to) {
                                 done[j] = false;
                                 generation[j] += 1;
+                                first_open = first_open.min(j);
                             }
                             incoming.insert(to, findings);
                         }
