@@ -38,10 +38,39 @@ pub trait RecordEvent: Serialize + serde::de::DeserializeOwned + std::fmt::Debug
     /// Every kind this version of gavel knows, for "written by a newer
     /// gavel" messages.
     const KINDS: &'static [&'static str];
+
+    /// Whether a step counts as done once this event is written: its append
+    /// is synced before the writer returns. Every event is, unless a kind
+    /// says otherwise.
+    fn completes_a_step(&self) -> bool {
+        true
+    }
 }
 
 impl RecordEvent for Event {
     const KINDS: &'static [&'static str] = &Event::KINDS;
+
+    /// Effect results (a seat's reply or error, a command's run, a job's
+    /// result, a person's approval) and session markers complete a step and
+    /// are synced. An intent (`seat:request`, `stage:start`) or an event
+    /// derived from results already on record is appended without its own
+    /// sync: a replay derives it again if a power cut loses it, and the next
+    /// synced append makes it durable too, since a sync covers every earlier
+    /// byte of the file.
+    fn completes_a_step(&self) -> bool {
+        !matches!(
+            self,
+            Event::StageStart(_)
+                | Event::SeatRequest(_)
+                | Event::BuildDone(_)
+                | Event::GoalCheck(_)
+                | Event::ReviewDecision(_)
+                | Event::ReviewSynthesis(_)
+                | Event::RefineJudge(_)
+                | Event::Kickback(_)
+                | Event::ApprovalRequest(_)
+        )
+    }
 }
 
 /// Every event kind a record may hold (SPEC 5). Others may be added; none removed.

@@ -15,8 +15,9 @@ use crate::read::Recording;
 /// Whether each append waits for the disk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Durability {
-    /// fdatasync after every event: a step counts as done only once its event
-    /// is on disk. The only mode a real run uses.
+    /// fdatasync after every event that completes a step (see
+    /// [`crate::event::RecordEvent::completes_a_step`]): a step counts as
+    /// done only once its event is on disk. The only mode a real run uses.
     Synced,
     /// No sync: for benchmarks that measure the cost of durability.
     Unsynced,
@@ -187,7 +188,8 @@ impl<E: RecordEvent> RecordWriter<E> {
         // One buffer, one write: a crash leaves at most one torn line at the end.
         let mut line = serde_json::to_vec(&envelope).map_err(|e| io(&self.path, e.into()))?;
         line.push(b'\n');
-        if let Err(source) = self.write_durably(&line) {
+        let sync = self.durability == Durability::Synced && envelope.event.completes_a_step();
+        if let Err(source) = self.write_durably(&line, sync) {
             self.poisoned = true;
             // Take back a partial line so the file still ends on a whole event;
             // if even that fails, the reader cuts the torn tail on resume.
@@ -202,9 +204,9 @@ impl<E: RecordEvent> RecordWriter<E> {
         Ok(envelope)
     }
 
-    fn write_durably(&mut self, line: &[u8]) -> std::io::Result<()> {
+    fn write_durably(&mut self, line: &[u8], sync: bool) -> std::io::Result<()> {
         self.file.write_all(line)?;
-        if self.durability == Durability::Synced {
+        if sync {
             self.file.sync_data()?;
         }
         Ok(())
