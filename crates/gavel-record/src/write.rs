@@ -179,6 +179,17 @@ impl<E: RecordEvent> RecordWriter<E> {
         self.append_at(event, at)
     }
 
+    /// Appends one event without syncing, whatever its kind: for a batch of
+    /// results that landed together, whose last append is synced with
+    /// [`Self::append`] (a sync covers every earlier byte).
+    pub fn append_unsynced(&mut self, event: E) -> Result<Envelope<E>, WriteError> {
+        let durability = self.durability;
+        self.durability = Durability::Unsynced;
+        let result = self.append(event);
+        self.durability = durability;
+        result
+    }
+
     /// Appends one event with a given timestamp (tests and imports).
     pub fn append_at(&mut self, event: E, at: Timestamp) -> Result<Envelope<E>, WriteError> {
         if self.poisoned {

@@ -606,10 +606,23 @@ impl<'o> Executor<'o> {
                 });
             }
             while let Some(joined) = tasks.join_next().await {
-                let (idx, key, result) = joined
-                    .map_err(|err| RunError::Refused(format!("internal: a seat task failed: {err}")))?;
-                let recorded = self.st().journal.record_result(result)?;
-                done[idx] = self.settle(&recorded, &key, &mut slots[idx], &parse);
+                // Results that landed together are written with one sync.
+                let mut landed = vec![joined];
+                while let Some(more) = tasks.try_join_next() {
+                    landed.push(more);
+                }
+                let mut keys = Vec::with_capacity(landed.len());
+                let mut results = Vec::with_capacity(landed.len());
+                for joined in landed {
+                    let (idx, key, result) = joined
+                        .map_err(|err| RunError::Refused(format!("internal: a seat task failed: {err}")))?;
+                    keys.push((idx, key));
+                    results.push(result);
+                }
+                let recorded = self.st().journal.record_results(results)?;
+                for ((idx, key), recorded) in keys.into_iter().zip(recorded) {
+                    done[idx] = self.settle(&recorded, &key, &mut slots[idx], &parse);
+                }
             }
         }
         Ok(done.into_iter().flatten().collect())

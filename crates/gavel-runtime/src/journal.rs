@@ -212,15 +212,33 @@ impl<'o> Journal<'o> {
 
     /// Records a seat's result and returns it with its `seq`.
     pub fn record_result(&mut self, result: SeatResult) -> Result<Recorded<SeatResult>, WriteError> {
-        let event = match &result {
-            SeatResult::Reply(reply) => {
-                self.usage.add(reply.usage);
-                Event::SeatReply(reply.clone())
-            }
-            SeatResult::Error(error) => Event::SeatError(error.clone()),
-        };
-        let envelope = self.append(event)?;
-        Ok(Recorded { value: result, seq: envelope.seq })
+        let mut recorded = self.record_results(vec![result])?;
+        recorded.pop().ok_or_else(|| WriteError::Poisoned { path: self.writer.path().to_owned() })
+    }
+
+    /// Records results that landed together with one sync: each is written,
+    /// and the last write is synced, which makes them all durable at once.
+    pub fn record_results(
+        &mut self,
+        results: Vec<SeatResult>,
+    ) -> Result<Vec<Recorded<SeatResult>>, WriteError> {
+        let last = results.len().saturating_sub(1);
+        let mut recorded = Vec::with_capacity(results.len());
+        for (i, result) in results.into_iter().enumerate() {
+            let event = match &result {
+                SeatResult::Reply(reply) => {
+                    self.usage.add(reply.usage);
+                    Event::SeatReply(reply.clone())
+                }
+                SeatResult::Error(error) => Event::SeatError(error.clone()),
+            };
+            let envelope =
+                if i == last { self.writer.append(event)? } else { self.writer.append_unsynced(event)? };
+            self.index(&envelope);
+            self.observer.on_event(&envelope);
+            recorded.push(Recorded { value: result, seq: envelope.seq });
+        }
+        Ok(recorded)
     }
 
     /// A build observation, from the record or freshly made by `observe`.

@@ -4,7 +4,9 @@
 //! Templates are minijinja with strict undefined variables, so a typo in an
 //! override fails loudly instead of sending a prompt with a hole in it.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 use gavel_domain::RequestKind;
 use minijinja::{Environment, UndefinedBehavior};
@@ -56,39 +58,54 @@ pub enum PromptError {
     },
 }
 
-/// The templates of one run.
-#[derive(Debug)]
+/// The templates of one run, each compiled once on first use.
 pub struct Prompts {
     dir: Option<PathBuf>,
+    /// Compiled templates, and where each came from, for errors.
+    env: Mutex<(Environment<'static>, HashMap<RequestKind, String>)>,
+}
+
+impl std::fmt::Debug for Prompts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Prompts").field("dir", &self.dir).finish_non_exhaustive()
+    }
 }
 
 impl Prompts {
     /// Templates from the binary, overridden by `dir/<kind>.md` where present.
     pub fn new(dir: Option<&Path>) -> Self {
-        Self { dir: dir.map(Path::to_owned) }
+        let mut env = Environment::new();
+        env.set_undefined_behavior(UndefinedBehavior::Strict);
+        // Block tags on their own lines leave no blank lines behind.
+        if let Ok(syntax) =
+            minijinja::syntax::SyntaxConfig::builder().trim_blocks(true).lstrip_blocks(true).build()
+        {
+            env.set_syntax(syntax);
+        }
+        Self { dir: dir.map(Path::to_owned), env: Mutex::new((env, HashMap::new())) }
     }
 
     /// Renders the template of `kind` with `context`.
     pub fn render(&self, kind: RequestKind, context: &impl Serialize) -> Result<Prompt, PromptError> {
-        let (source, origin) = self.source(kind)?;
-        let template_error = |err: minijinja::Error| PromptError::Template {
-            kind,
-            origin: origin.clone(),
-            message: err.to_string(),
-        };
-        let mut env = Environment::new();
-        env.set_undefined_behavior(UndefinedBehavior::Strict);
-        let syntax = minijinja::syntax::SyntaxConfig::builder()
-            .trim_blocks(true)
-            .lstrip_blocks(true)
-            .build()
-            .map_err(template_error)?;
-        env.set_syntax(syntax);
-        env.add_template(kind.as_str(), &source).map_err(template_error)?;
+        let mut guard = self.env.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let (env, origins) = &mut *guard;
+        if let std::collections::hash_map::Entry::Vacant(slot) = origins.entry(kind) {
+            let (source, origin) = self.source(kind)?;
+            env.add_template_owned(kind.as_str(), source).map_err(|err| PromptError::Template {
+                kind,
+                origin: origin.clone(),
+                message: err.to_string(),
+            })?;
+            slot.insert(origin);
+        }
         let text = env
             .get_template(kind.as_str())
             .and_then(|t| t.render(minijinja::Value::from(minijinja::value::Serde(context))))
-            .map_err(template_error)?;
+            .map_err(|err| PromptError::Template {
+                kind,
+                origin: origins.get(&kind).cloned().unwrap_or_default(),
+                message: err.to_string(),
+            })?;
         let sha256 = hex::encode(Sha256::digest(text.as_bytes()));
         Ok(Prompt { text, sha256 })
     }
