@@ -250,6 +250,9 @@ pub(crate) struct Executor<'o> {
 pub(crate) struct Inner<'o> {
     pub(crate) journal: Journal<'o>,
     reports: Vec<StageReport>,
+    /// Where each stage's report is in `reports` (a long chain looks it up
+    /// several times a step).
+    report_index: HashMap<String, usize>,
     /// Rounds each stage has used so far in this walk of the run.
     pub(crate) rounds_used: HashMap<String, u32>,
     /// Approval asks each approve stage has used so far in this walk.
@@ -269,9 +272,10 @@ pub(crate) struct Inner<'o> {
 impl Inner<'_> {
     /// The report of `stage`, created on first use.
     pub(crate) fn report(&mut self, stage: &str) -> &mut StageReport {
-        if let Some(i) = self.reports.iter().position(|r| r.stage == stage) {
+        if let Some(&i) = self.report_index.get(stage) {
             return &mut self.reports[i];
         }
+        self.report_index.insert(stage.to_owned(), self.reports.len());
         self.reports.push(StageReport {
             stage: stage.to_owned(),
             rounds: 0,
@@ -307,6 +311,7 @@ impl<'o> Executor<'o> {
             inner: Mutex::new(Inner {
                 journal,
                 reports: Vec::new(),
+                report_index: HashMap::new(),
                 rounds_used: HashMap::new(),
                 asks_used: HashMap::new(),
                 pass_first_ask: HashMap::new(),
@@ -346,9 +351,17 @@ impl<'o> Executor<'o> {
             .iter()
             .map(|node| node.needs.iter().filter_map(|need| positions.get(need.as_str()).copied()).collect())
             .collect();
-        // Nodes before this one are all done (or running): the scan for ready
-        // nodes starts here, so a long chain is walked in linear time.
-        let mut first_open = 0;
+        let mut dependents: Vec<Vec<usize>> = vec![Vec::new(); count];
+        for (i, list) in needs.iter().enumerate() {
+            for &j in list {
+                dependents[j].push(i);
+            }
+        }
+        // Candidates to launch, in graph order: nodes whose needs may all be
+        // done. Only a node's dependents become candidates when it ends, so
+        // a long chain is walked in linear time.
+        let mut candidates: std::collections::BTreeSet<usize> =
+            (0..count).filter(|&i| needs[i].is_empty()).collect();
         let mut done = vec![false; count];
         let mut in_flight = vec![false; count];
         // Bumped when a node is reset, so a run of it that was already going
@@ -359,26 +372,30 @@ impl<'o> Executor<'o> {
         let limit = self.workflow.options.max_parallel.unwrap_or(usize::MAX);
         let mut running = FuturesUnordered::new();
         loop {
-            while first_open < count && done[first_open] {
-                first_open += 1;
-            }
-            for (i, node) in nodes.iter().enumerate().skip(first_open) {
+            let mut waiting = std::collections::BTreeSet::new();
+            while let Some(i) = candidates.pop_first() {
                 if running.len() >= limit {
-                    break;
+                    waiting.insert(i);
+                    continue;
                 }
                 let ready = !done[i] && !in_flight[i] && needs[i].iter().all(|&j| done[j]);
                 if !ready {
                     continue;
                 }
+                let node = &nodes[i];
                 in_flight[i] = true;
                 let feedback = incoming.remove(&node.name).unwrap_or_default();
                 let this_generation = generation[i];
                 let this = &self;
                 running.push(async move { (i, this_generation, this.run_node(node, feedback).await) });
             }
+            // Ready nodes past `max_parallel` wait for the next turn.
+            candidates.append(&mut waiting);
             let Some((i, this_generation, end)) = running.next().await else { break };
             in_flight[i] = false;
             if this_generation != generation[i] {
+                // Reset while it ran: it runs again once its needs are done.
+                candidates.insert(i);
                 continue;
             }
             let end = match end {
@@ -391,7 +408,10 @@ impl<'o> Executor<'o> {
             };
             let node = &nodes[i];
             match end {
-                StageEnd::Pass => done[i] = true,
+                StageEnd::Pass => {
+                    done[i] = true;
+                    candidates.extend(dependents[i].iter().copied());
+                }
                 StageEnd::SendBack { to, round, reason, findings } => {
                     match self.allow_kickback(node, &to, round, &findings, &mut kickbacks).await? {
                         KickbackDecision::Allowed => {
@@ -405,11 +425,14 @@ impl<'o> Executor<'o> {
                             for j in downstream_of(&nodes, &to) {
                                 done[j] = false;
                                 generation[j] += 1;
-                                first_open = first_open.min(j);
+                                candidates.insert(j);
                             }
                             incoming.insert(to, findings);
                         }
-                        KickbackDecision::Stands => done[i] = true,
+                        KickbackDecision::Stands => {
+                            done[i] = true;
+                            candidates.extend(dependents[i].iter().copied());
+                        }
                         KickbackDecision::Fail(summary) => {
                             drop(running);
                             return self.finish(EndStatus::Fail, summary);

@@ -541,10 +541,18 @@ impl Compiler<'_> {
                 ));
             }
             let mut stages: Vec<Stage> = Vec::new();
+            let mut names: BTreeSet<String> = BTreeSet::new();
             for stage in &raw.stage {
                 let Some(name) = &stage.get_ref().name else {
                     return Err(self.err(stage.span(), "this stage has no `name`", "add `name = \"...\"`"));
                 };
+                if !names.insert(name.get_ref().clone()) {
+                    return Err(self.err(
+                        name.span(),
+                        format!("two stages are named `{}`", name.get_ref()),
+                        "give each stage its own name",
+                    ));
+                }
                 // The stages form is sugar for a graph: each stage needs the one before it.
                 let needs = stages.last().map(|s| vec![s.name.clone()]).unwrap_or_default();
                 let node = NodeName { name: name.get_ref().clone(), span: name.span(), needs };
@@ -939,13 +947,7 @@ impl Compiler<'_> {
         let NodeName { name, span: name_span, needs } = node;
         check_name(&name)
             .map_err(|why| self.err(name_span.clone(), format!("stage name {why}"), NAME_HINT))?;
-        if before.iter().any(|s| s.name == name) {
-            return Err(self.err(
-                name_span.clone(),
-                format!("two stages are named `{name}`"),
-                "give each stage its own name",
-            ));
-        }
+
         if form == Form::Stages {
             for (key, spanned) in [
                 ("needs", raw.needs.as_ref().map(Spanned::span)),
