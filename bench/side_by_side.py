@@ -29,6 +29,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+sys.dont_write_bytecode = True  # no __pycache__ in the work tree
 import gen_workflows as gen  # noqa: E402
 
 CHAIN = 1000
@@ -603,7 +604,8 @@ def main() -> int:
         if start in body and end in body:
             head, rest = body.split(start, 1)
             _, tail = rest.split(end, 1)
-            readme.write_text(f"{head}{start}\n{text}\n{end}{tail}")
+            nested = text.replace("## ", "### ")  # under the README's own "## Latest figures"
+            readme.write_text(f"{head}{start}\n{nested}\n{end}{tail}")
     print(text)
     return 0
 
