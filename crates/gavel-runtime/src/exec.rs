@@ -549,13 +549,15 @@ impl<'o> Executor<'o> {
             for (idx, target) in targets.iter().enumerate() {
                 while done[idx].is_none() {
                     let key = target.key(slots[idx].attempt);
-                    let prompt = prompt_for(idx, slots[idx].note.as_deref())?;
                     let turn = self.st().journal.next_turn(&target.seat, target.kind);
                     // Bound first: the lock must be released before `settle` takes it.
                     let recorded = self.st().journal.seat_result(&key);
                     if let Some(recorded) = recorded {
                         done[idx] = self.settle(&recorded, &key, &mut slots[idx], &parse);
                     } else {
+                        // Only a request that is sent needs its prompt: a
+                        // replay of recorded answers renders nothing.
+                        let prompt = prompt_for(idx, slots[idx].note.as_deref())?;
                         live.push((idx, key, prompt, turn, target.writes.clone()));
                         break;
                     }

@@ -103,7 +103,6 @@ impl Executor<'_> {
                 goal: build.goal.is_some(),
                 reviewed: build.review.is_some(),
             };
-            let prompt = self.prompts.render(RequestKind::Write, &context)?;
             let target = Target {
                 stage: stage.name.clone(),
                 round,
@@ -111,7 +110,16 @@ impl Executor<'_> {
                 kind: RequestKind::Write,
                 writes: build.writes.clone(),
             };
-            let asked = self.ask_one(target, |note| Ok(with_note(&prompt, note)), |_| Ok(())).await?;
+            // Rendered on first need: a replayed round sends nothing.
+            let rendered: std::sync::OnceLock<crate::prompts::Prompt> = std::sync::OnceLock::new();
+            let prompt_for = |note: Option<&str>| -> Result<crate::prompts::Prompt, RunError> {
+                if let Some(prompt) = rendered.get() {
+                    return Ok(with_note(prompt, note));
+                }
+                let prompt = self.prompts.render(RequestKind::Write, &context)?;
+                Ok(with_note(rendered.get_or_init(|| prompt), note))
+            };
+            let asked = self.ask_one(target, prompt_for, |_| Ok(())).await?;
             if let Asked::GaveUp(last, _) = asked {
                 let reason = format!("the builder `{}` failed twice: {last}", build.builder);
                 self.decide(&stage.name, round, Status::Error, &reason);
