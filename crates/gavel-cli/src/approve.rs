@@ -42,12 +42,7 @@ impl AnswersFile {
         let is_json = path.extension().is_some_and(|e| e.eq_ignore_ascii_case("json"));
         let entries: BTreeMap<String, Entry> = if is_json {
             serde_json::from_str(&text).map_err(|err| {
-                let offset = text
-                    .split_inclusive('\n')
-                    .take(err.line().saturating_sub(1))
-                    .map(str::len)
-                    .sum::<usize>()
-                    + err.column().saturating_sub(1);
+                let offset = gavel_domain::located::offset_of(&text, err.line(), err.column());
                 Box::new(
                     Located::new(path, &text, offset..offset, format!("invalid answers: {err}"))
                         .with_hint(hint),

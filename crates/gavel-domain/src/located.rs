@@ -82,6 +82,16 @@ pub fn line_column(source: &str, offset: usize) -> (usize, usize) {
     (line, column)
 }
 
+/// The byte offset of a 1-based line and character column: the inverse of
+/// [`line_column`], for parsers that report a line and column (serde_json,
+/// serde-saphyr) instead of a byte offset.
+pub fn offset_of(source: &str, line: usize, column: usize) -> usize {
+    let line_start: usize = source.split_inclusive('\n').take(line.saturating_sub(1)).map(str::len).sum();
+    let rest = source.get(line_start..).unwrap_or("");
+    let within: usize = rest.chars().take(column.saturating_sub(1)).map(char::len_utf8).sum();
+    (line_start + within).min(source.len())
+}
+
 fn clamp_to_char_boundary(source: &str, offset: usize) -> usize {
     let mut offset = offset.min(source.len());
     while !source.is_char_boundary(offset) {
@@ -104,6 +114,16 @@ mod tests {
         assert_eq!(line_column(src, 1000), (3, 1));
         // Inside a multi-byte character: clamped back to its start.
         assert_eq!(line_column(src, 8), (2, 2));
+    }
+
+    #[test]
+    fn offsets_and_line_columns_are_inverses() {
+        let src = "a = 1\nnäme = \"x\"\n";
+        for offset in [0, 6, 7, 9, src.len()] {
+            let (line, column) = line_column(src, offset);
+            assert_eq!(offset_of(src, line, column), offset);
+        }
+        assert_eq!(offset_of(src, 99, 1), src.len());
     }
 
     #[test]

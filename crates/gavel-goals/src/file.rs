@@ -445,7 +445,7 @@ pub fn parse(path: &Path, text: &str, folder_id: &str) -> Result<GoalFile, Box<L
             .and_then(|o| usize::try_from(o).ok())
             .or_else(|| {
                 err.location().map(|loc| {
-                    offset_of(
+                    gavel_domain::located::offset_of(
                         text,
                         usize::try_from(loc.line()).unwrap_or(1),
                         usize::try_from(loc.column()).unwrap_or(1),
@@ -654,17 +654,12 @@ fn span_of(text: &str, loc: &serde_saphyr::Location) -> Range<usize> {
         let len = usize::try_from(len).unwrap_or(0);
         return start..start.saturating_add(len);
     }
-    let offset =
-        offset_of(text, usize::try_from(loc.line()).unwrap_or(1), usize::try_from(loc.column()).unwrap_or(1));
+    let offset = gavel_domain::located::offset_of(
+        text,
+        usize::try_from(loc.line()).unwrap_or(1),
+        usize::try_from(loc.column()).unwrap_or(1),
+    );
     offset..offset
-}
-
-/// The byte offset of a 1-based line and (character) column.
-fn offset_of(text: &str, line: usize, column: usize) -> usize {
-    let line_start: usize = text.split_inclusive('\n').take(line.saturating_sub(1)).map(str::len).sum();
-    let rest = text.get(line_start..).unwrap_or("");
-    let within: usize = rest.chars().take(column.saturating_sub(1)).map(char::len_utf8).sum();
-    (line_start + within).min(text.len())
 }
 
 /// serde-saphyr's message without its own location prefix and snippet (the

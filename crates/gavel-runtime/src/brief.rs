@@ -50,7 +50,7 @@ impl Brief {
             Some(Front { fence: Fence::Yaml, start, content }) => {
                 serde_saphyr::from_str::<FrontMatter>(content).map_err(|err| {
                     let offset = err.location().map_or(start, |loc| {
-                        start + offset_of(content, usize::try_from(loc.line()).unwrap_or(1), usize::try_from(loc.column()).unwrap_or(1))
+                        start + gavel_domain::located::offset_of(content, usize::try_from(loc.line()).unwrap_or(1), usize::try_from(loc.column()).unwrap_or(1))
                     });
                     Box::new(
                         Located::new(path, &text, offset..offset, format!("invalid front matter: {}", first_line(&err.to_string())))
@@ -130,11 +130,6 @@ fn split_front_matter(text: &str) -> Option<(Option<Front<'_>>, &str)> {
         offset += line.len();
     }
     None
-}
-
-fn offset_of(text: &str, line: usize, column: usize) -> usize {
-    let line_start: usize = text.split_inclusive('\n').take(line.saturating_sub(1)).map(str::len).sum();
-    (line_start + column.saturating_sub(1)).min(text.len())
 }
 
 fn first_line(text: &str) -> &str {

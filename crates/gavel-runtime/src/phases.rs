@@ -697,8 +697,7 @@ impl Executor<'_> {
         files
             .iter()
             .map(|f| {
-                let digest = std::fs::read(self.workspace.join(f))
-                    .map_or_else(|_| "missing".to_owned(), |bytes| hex::encode(Sha256::digest(&bytes)));
+                let digest = sha256_of(&self.workspace.join(f)).unwrap_or_else(|| "missing".to_owned());
                 (f.clone(), digest)
             })
             .collect()
@@ -821,14 +820,19 @@ fn list_or_none<'a>(items: impl Iterator<Item = &'a String>) -> String {
 pub(crate) fn observe_build(workspace: &Path, stage: &str, round: u32, writes: &[String]) -> BuildDone {
     let mut done = BuildDone { stage: stage.to_owned(), round, files: BTreeMap::new(), missing: Vec::new() };
     for file in writes {
-        match std::fs::read(workspace.join(file)) {
-            Ok(bytes) => {
-                done.files.insert(file.clone(), hex::encode(Sha256::digest(&bytes)));
+        match sha256_of(&workspace.join(file)) {
+            Some(digest) => {
+                done.files.insert(file.clone(), digest);
             }
-            Err(_) => done.missing.push(file.clone()),
+            None => done.missing.push(file.clone()),
         }
     }
     done
+}
+
+/// The SHA-256 of a file's bytes, hex; `None` when it cannot be read.
+fn sha256_of(path: &Path) -> Option<String> {
+    std::fs::read(path).ok().map(|bytes| hex::encode(Sha256::digest(&bytes)))
 }
 
 fn command_text(command: &CommandSpec) -> String {

@@ -123,7 +123,7 @@ impl Script {
         let is_json = path.extension().is_some_and(|e| e.eq_ignore_ascii_case("json"));
         let raw: RawScript = if is_json {
             serde_json::from_str(text).map_err(|err| {
-                let offset = offset_of(text, err.line(), err.column());
+                let offset = gavel_domain::located::offset_of(text, err.line(), err.column());
                 Box::new(
                     Located::new(path, text, offset..offset, format!("invalid script seat: {err}"))
                         .with_hint(SHAPE_HINT),
@@ -181,12 +181,6 @@ impl Script {
 }
 
 const SHAPE_HINT: &str = "a script seat is `family = \"...\"` (optional) and queues of turns, e.g. `[[review]]` with `reply`, `files`, `delay_ms`, `error`, `usage`";
-
-/// The byte offset of a 1-based line and column (serde_json's convention).
-fn offset_of(text: &str, line: usize, column: usize) -> usize {
-    let line_start: usize = text.split_inclusive('\n').take(line.saturating_sub(1)).map(str::len).sum();
-    (line_start + column.saturating_sub(1)).min(text.len())
-}
 
 /// Where a queue name first appears as a key, for error locations.
 fn find_key(text: &str, name: &str) -> usize {
