@@ -1,0 +1,2 @@
+//! Placeholder until the fake model server lands.
+fn main() {}
