@@ -577,7 +577,7 @@ fn pending(criterion: &Criterion, note: String) -> CriterionResult {
 fn build_judge(spec: &gavel_domain::SeatSpec, paths: &GoalPaths) -> Result<Box<dyn Seat>, GoalError> {
     build_seat(JUDGE_SEAT, spec, &paths.dir).map_err(|err| match err {
         gavel_seats::BuildError::File(located) => GoalError::File(located),
-        other @ gavel_seats::BuildError::Unsupported { .. } => {
+        other @ (gavel_seats::BuildError::Unsupported { .. } | gavel_seats::BuildError::Invalid { .. }) => {
             GoalError::Refused(format!("{} (in {})", other, paths.file.display()))
         }
     })

@@ -861,7 +861,12 @@ impl Compiler<'_> {
                 other @ BuildError::Unsupported { .. } => self.err(
                     spec.span(),
                     other.to_string(),
-                    "this version runs script seats only; agent CLI and API engines come next",
+                    "this build cannot run that engine; use another engine for this seat",
+                ),
+                BuildError::Invalid { seat, message, key } => self.err(
+                    spec.span(),
+                    format!("seat `{seat}`: {message}"),
+                    format!("fix the seat's `{key}` key"),
                 ),
             })?;
             let family = match seat_family(spec_ref) {

@@ -9,6 +9,7 @@
 //! kind, a prompt and a workspace, and returns text, usage and a duration.
 
 pub mod script;
+pub mod secret;
 
 use std::fmt;
 use std::future::Future;
@@ -52,6 +53,8 @@ pub struct Reply {
     pub usage: Usage,
     /// How long the request took.
     pub duration: Duration,
+    /// The engine's session or thread id, when it reports one.
+    pub session: Option<String>,
 }
 
 /// Why a seat gave no answer: an engine error, never a decision.
@@ -93,6 +96,16 @@ pub enum BuildError {
         seat: String,
         /// Its engine.
         engine: Engine,
+    },
+    /// A seat key has a value the engine cannot use.
+    #[error("seat `{seat}`: {message}")]
+    Invalid {
+        /// The seat's name.
+        seat: String,
+        /// What is wrong and what to write instead.
+        message: String,
+        /// The seat key at fault (`base_url`, `model`, ...), for locating it.
+        key: &'static str,
     },
 }
 

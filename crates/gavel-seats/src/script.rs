@@ -271,7 +271,12 @@ impl Seat for ScriptSeat {
                 }
             }
             let text = turn.reply.as_ref().map(ReplyValue::text).unwrap_or_default();
-            Ok(Reply { text, usage: turn.usage.unwrap_or_default(), duration: started.elapsed() })
+            Ok(Reply {
+                text,
+                usage: turn.usage.unwrap_or_default(),
+                duration: started.elapsed(),
+                session: None,
+            })
         })
     }
 }
