@@ -26,4 +26,4 @@ pub use protocol::{
     Severity, Verdict, Vote, VoteKind, VoteReply,
 };
 pub use reply::{FoundObject, ReplyError, find_first_json_object, first_json_object};
-pub use seat::{Engine, SeatSpec};
+pub use seat::{Engine, Price, SeatSpec};

@@ -63,7 +63,7 @@ impl fmt::Display for Engine {
 }
 
 /// One `[seats]` entry: the pinned seat keys of SPEC 7.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SeatSpec {
     /// How the seat is reached.
@@ -95,4 +95,17 @@ pub struct SeatSpec {
     /// Per-seat prompt template overrides: request kind → template file.
     #[serde(default)]
     pub prompts: BTreeMap<String, String>,
+    /// What the model costs, overriding gavel's price table (USD per million tokens).
+    #[serde(default)]
+    pub price: Option<Price>,
+}
+
+/// A model's price in USD per million tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Price {
+    /// USD per million input (prompt) tokens.
+    pub input: f64,
+    /// USD per million output (completion) tokens.
+    pub output: f64,
 }

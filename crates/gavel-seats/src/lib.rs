@@ -8,6 +8,9 @@
 //! It must not know about stages, rounds or routing: a seat gets a request
 //! kind, a prompt and a workspace, and returns text, usage and a duration.
 
+pub mod cli;
+pub mod http;
+pub mod price;
 pub mod script;
 pub mod secret;
 

@@ -1,0 +1,1 @@
+//! The agent CLI engines (SPEC 7): `claude`, `codex`, `opencode`, `gemini`.

@@ -1,0 +1,1 @@
+//! The HTTP API engines (SPEC 7): `anthropic` and `openai`.

@@ -1,0 +1,1 @@
+//! What models cost: a price table per model, overridable per seat.

@@ -1,0 +1,1 @@
+//! CLI engines: command lines and parsers on recorded transcripts.

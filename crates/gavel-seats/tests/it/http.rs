@@ -1,0 +1,1 @@
+//! HTTP engines against the fake model server.
