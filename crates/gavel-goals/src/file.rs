@@ -837,6 +837,7 @@ evaluator: deterministic    # deterministic | hybrid (judge fuzzy criteria) | ju
                 timeout: None,
                 script: Some("judge.toml".into()),
                 prompts: BTreeMap::new(),
+                price: None,
             }),
             stop_hook: StopHookOptions { stuck_after: 4, max_blocks: 2 },
         };
