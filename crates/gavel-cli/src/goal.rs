@@ -356,6 +356,7 @@ fn new(args: &NewArgs, style: &Style) -> Result<i32, GoalError> {
         timeout: None,
         script: Some(script.clone()),
         prompts: std::collections::BTreeMap::new(),
+        price: None,
     });
     if evaluator.uses_judge() && judge_seat.is_none() && criteria.iter().any(Criterion::is_fuzzy) {
         return Err(GoalError::Refused(format!(
