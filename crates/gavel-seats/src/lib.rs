@@ -126,6 +126,7 @@ pub fn seat_family(spec: &SeatSpec) -> Option<Family> {
 pub fn build_seat(name: &str, spec: &SeatSpec, base: &Path) -> Result<Box<dyn Seat>, BuildError> {
     match spec.engine {
         Engine::Script => Ok(Box::new(ScriptSeat::from_spec(name, spec, base)?)),
+        Engine::Anthropic | Engine::Openai => Ok(Box::new(http::HttpSeat::from_spec(name, spec, base)?)),
         engine => Err(BuildError::Unsupported { seat: name.to_owned(), engine }),
     }
 }

@@ -4,7 +4,16 @@
 //! - the `fake-agent` binary (see `src/bin/fake-agent.rs`), a scriptable
 //!   stand-in for an agent CLI that can print, stall, ignore SIGTERM, leak a
 //!   grandchild and flood output; find it with [`fake_agent_path`];
-//! - [`TempWorkspace`], a temporary directory with small file helpers.
+//! - [`TempWorkspace`], a temporary directory with small file helpers;
+//! - [`fake_model`]: a fake model server (Anthropic, OpenAI Responses and
+//!   Chat Completions, Gemini) answering from a script and logging every
+//!   request; also the `fake-model` binary.
+
+pub mod fake_model;
+
+pub use fake_model::{
+    Api, FakeModel, FakeOptions, FakeReply, FakeScript, FakeUsage, LoggedRequest, Match, Rule,
+};
 
 use std::ffi::OsString;
 use std::io;

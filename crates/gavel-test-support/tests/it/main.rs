@@ -5,6 +5,7 @@
 mod cancel;
 mod common;
 mod fake_agent;
+mod fake_model;
 mod leak;
 mod output;
 mod spawn;

@@ -1,0 +1,272 @@
+//! A builder behind an API cannot edit files itself: it replies with
+//! `{"files":[{"path":"...","content":"..."}]}` and gavel writes them.
+//!
+//! Every file is checked before any is written: its path must be one of the
+//! request's `writes` (compared after normalising `./` and doubled slashes)
+//! and must stay inside the workspace, symbolic links included. One bad path
+//! refuses the whole reply and nothing is written.
+
+use std::fmt::Write as _;
+use std::path::{Component, Path, PathBuf};
+
+use gavel_domain::reply::first_json_object;
+use serde_json::Value;
+
+use crate::script::write_inside;
+use crate::{Request, SeatError};
+
+/// The reply shape a builder is asked for, for messages.
+pub const SHAPE: &str = r#"{"files":[{"path":"<relative path>","content":"<the whole file>"}]}"#;
+
+/// The longest file whose current content is shown to a builder.
+const SHOW_LIMIT: u64 = 256 * 1024;
+
+/// `path` in its plain relative form (`./a//b` → `a/b`), or `None` when it
+/// is not a relative path that stays inside (absolute, `..`, empty).
+pub fn normalise(path: &str) -> Option<String> {
+    let mut parts = Vec::new();
+    for component in Path::new(path.trim()).components() {
+        match component {
+            Component::Normal(part) => parts.push(part.to_str()?),
+            Component::CurDir => {}
+            Component::ParentDir | Component::RootDir | Component::Prefix(_) => return None,
+        }
+    }
+    (!parts.is_empty()).then(|| parts.join("/"))
+}
+
+/// One file a builder asked gavel to write.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlannedFile {
+    /// The normalised relative path.
+    pub path: String,
+    /// The whole new content.
+    pub content: String,
+}
+
+/// Reads the `files` of a builder reply and checks every path against the
+/// request, writing nothing.
+pub fn plan(text: &str, request: &Request) -> Result<Vec<PlannedFile>, SeatError> {
+    let object = first_json_object(text).map_err(|e| {
+        SeatError::Engine(format!(
+            "the builder's reply has no readable JSON object ({}); a builder behind an API must reply with {SHAPE}",
+            e.note()
+        ))
+    })?;
+    let Some(files) = object.get("files") else {
+        return Err(SeatError::Engine(format!(
+            "the builder's reply has no `files`; a builder behind an API must reply with {SHAPE}"
+        )));
+    };
+    let Some(files) = files.as_array() else {
+        return Err(SeatError::Engine(format!("the builder's `files` is not a list; write {SHAPE}")));
+    };
+    let allowed: Vec<String> = request.writes.iter().filter_map(|w| normalise(w)).collect();
+    let mut planned: Vec<PlannedFile> = Vec::with_capacity(files.len());
+    for (index, entry) in files.iter().enumerate() {
+        let (Some(path), Some(content)) =
+            (entry.get("path").and_then(Value::as_str), entry.get("content").and_then(Value::as_str))
+        else {
+            return Err(SeatError::Engine(format!(
+                "entry {} of the builder's `files` needs a string `path` and a string `content`; write {SHAPE}",
+                index + 1
+            )));
+        };
+        let Some(normal) = normalise(path).filter(|p| allowed.contains(p)) else {
+            return Err(SeatError::Refused(format!(
+                "the builder asked to write `{path}`, which is not among the files this request may write ({}); nothing was written",
+                list(&request.writes)
+            )));
+        };
+        if planned.iter().any(|p| p.path == normal) {
+            return Err(SeatError::Engine(format!(
+                "the builder's `files` names `{normal}` twice; give each file once, with its whole content"
+            )));
+        }
+        check_inside(&request.workspace, &normal)?;
+        planned.push(PlannedFile { path: normal, content: content.to_owned() });
+    }
+    Ok(planned)
+}
+
+/// Reads, checks and writes a builder reply's files; nothing is written
+/// unless every path passes. Returns the paths written.
+pub fn apply(text: &str, request: &Request) -> Result<Vec<PathBuf>, SeatError> {
+    let planned = plan(text, request)?;
+    planned.iter().map(|file| write_inside(&request.workspace, &file.path, &file.content)).collect()
+}
+
+/// Refuses a path that would land outside the workspace through a symbolic
+/// link: the nearest existing ancestor of the target (the target itself
+/// included) must resolve inside the workspace.
+fn check_inside(workspace: &Path, relative: &str) -> Result<(), SeatError> {
+    let root = workspace
+        .canonicalize()
+        .map_err(|e| SeatError::Engine(format!("cannot read the workspace {}: {e}", workspace.display())))?;
+    let mut probe = workspace.join(relative);
+    loop {
+        if probe.symlink_metadata().is_ok() {
+            let resolved = probe.canonicalize().unwrap_or_else(|_| probe.clone());
+            if resolved.starts_with(&root) {
+                return Ok(());
+            }
+            return Err(SeatError::Refused(format!(
+                "the builder asked to write `{relative}`, which leads outside the workspace (through {}); nothing was written",
+                probe.display()
+            )));
+        }
+        if !probe.pop() {
+            return Ok(());
+        }
+    }
+}
+
+/// `writes` for a message: `a`, `b`, or "none".
+fn list(writes: &[String]) -> String {
+    if writes.is_empty() {
+        "none".to_owned()
+    } else {
+        writes.iter().map(|w| format!("`{w}`")).collect::<Vec<_>>().join(", ")
+    }
+}
+
+/// The section added to a builder's prompt: the files it may write and, for
+/// those that exist, their current content (it cannot read them itself).
+pub fn current_files(request: &Request) -> String {
+    let mut out = String::from("\n\n## The files you may write, as they are now\n");
+    if request.writes.is_empty() {
+        out.push_str("\nThis request lets you write no files: reply with `\"files\": []`.\n");
+        return out;
+    }
+    for path in &request.writes {
+        let _ = write!(out, "\n### `{path}`\n\n");
+        let Some(normal) = normalise(path) else {
+            out.push_str("(not a path inside the workspace)\n");
+            continue;
+        };
+        let target = request.workspace.join(&normal);
+        match std::fs::metadata(&target) {
+            Err(_) => out.push_str("(does not exist yet)\n"),
+            Ok(meta) if !meta.is_file() => out.push_str("(not a regular file)\n"),
+            Ok(meta) if meta.len() > SHOW_LIMIT => {
+                let _ = writeln!(
+                    out,
+                    "({} bytes, too long to show; rewrite it whole if you change it)",
+                    meta.len()
+                );
+            }
+            Ok(_) => match std::fs::read_to_string(&target) {
+                Ok(content) => {
+                    let fence = fence_for(&content);
+                    let _ = writeln!(out, "{fence}\n{content}\n{fence}");
+                }
+                Err(_) => out.push_str("(not text)\n"),
+            },
+        }
+    }
+    out
+}
+
+/// A code fence longer than any run of backticks in `content`.
+fn fence_for(content: &str) -> String {
+    let longest = content.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    "`".repeat(longest.max(2) + 1)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use std::time::Duration;
+
+    use gavel_domain::RequestKind;
+
+    use super::*;
+
+    fn request(workspace: &Path, writes: &[&str]) -> Request {
+        Request {
+            kind: RequestKind::Write,
+            prompt: String::new(),
+            workspace: workspace.to_owned(),
+            access: RequestKind::Write.access(),
+            turn: 0,
+            writes: writes.iter().map(|w| (*w).to_owned()).collect(),
+            timeout: Duration::from_secs(5),
+        }
+    }
+
+    #[test]
+    fn paths_are_normalised() {
+        assert_eq!(normalise("./src//main.rs").as_deref(), Some("src/main.rs"));
+        assert_eq!(normalise("a/./b").as_deref(), Some("a/b"));
+        assert_eq!(normalise("../x"), None);
+        assert_eq!(normalise("a/../../x"), None);
+        assert_eq!(normalise("/etc/passwd"), None);
+        assert_eq!(normalise("./"), None);
+        assert_eq!(normalise(""), None);
+    }
+
+    #[test]
+    fn allowed_files_are_written_from_a_reply_with_prose() {
+        let dir = tempfile::tempdir().unwrap();
+        let req = request(dir.path(), &["src/a.txt", "./b.txt"]);
+        let text = "Here you go:\n```json\n{\"files\":[{\"path\":\"./src/a.txt\",\"content\":\"A\\n\"},{\"path\":\"b.txt\",\"content\":\"B\"}],\"summary\":\"made a and b\"}\n```";
+        let written = apply(text, &req).unwrap();
+        assert_eq!(written.len(), 2);
+        assert_eq!(std::fs::read_to_string(dir.path().join("src/a.txt")).unwrap(), "A\n");
+        assert_eq!(std::fs::read_to_string(dir.path().join("b.txt")).unwrap(), "B");
+    }
+
+    #[test]
+    fn one_path_outside_writes_refuses_all_and_writes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let req = request(dir.path(), &["ok.txt"]);
+        for bad in ["other.txt", "../ok.txt", "/tmp/ok.txt", "sub/../ok.txt/.."] {
+            let text = format!(
+                r#"{{"files":[{{"path":"ok.txt","content":"x"}},{{"path":"{bad}","content":"y"}}]}}"#
+            );
+            let err = apply(&text, &req).unwrap_err();
+            let SeatError::Refused(message) = &err else { panic!("{err:?}") };
+            assert!(message.contains(bad), "{message}");
+            assert!(message.contains("`ok.txt`"), "names what is allowed: {message}");
+            assert!(!dir.path().join("ok.txt").exists(), "nothing written for {bad}");
+        }
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_symlink_out_of_the_workspace_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(outside.path(), dir.path().join("link")).unwrap();
+        let req = request(dir.path(), &["link/x.txt"]);
+        let err = apply(r#"{"files":[{"path":"link/x.txt","content":"x"}]}"#, &req).unwrap_err();
+        assert!(matches!(err, SeatError::Refused(_)), "{err:?}");
+        assert!(!outside.path().join("x.txt").exists());
+    }
+
+    #[test]
+    fn replies_without_files_say_what_to_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let req = request(dir.path(), &["a"]);
+        for text in
+            ["I changed it.", r#"{"summary":"done"}"#, r#"{"files":"a"}"#, r#"{"files":[{"path":"a"}]}"#]
+        {
+            let err = apply(text, &req).unwrap_err();
+            let SeatError::Engine(message) = &err else { panic!("{err:?}") };
+            assert!(message.contains(r#"{"files":[{"path""#), "{message}");
+        }
+        let twice = r#"{"files":[{"path":"a","content":"1"},{"path":"./a","content":"2"}]}"#;
+        assert!(matches!(apply(twice, &req), Err(SeatError::Engine(_))));
+        assert!(apply(r#"{"files":[]}"#, &req).unwrap().is_empty());
+    }
+
+    #[test]
+    fn current_files_show_content_and_absence() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.md"), "has ``` fence").unwrap();
+        let shown = current_files(&request(dir.path(), &["a.md", "b.md"]));
+        assert!(shown.contains("### `a.md`\n\n````\nhas ``` fence\n````"), "{shown}");
+        assert!(shown.contains("### `b.md`\n\n(does not exist yet)"), "{shown}");
+    }
+}
