@@ -1,9 +1,9 @@
 //! Seats: the `Seat` trait and the engines that answer requests.
 //!
 //! A seat is one model behind one engine. This crate owns how a request
-//! reaches a model and how its answer comes back: the script engine (SPEC 2.4)
-//! now, the agent CLIs and HTTP APIs of SPEC 7 next, each on top of
-//! `gavel-process` for anything it spawns.
+//! reaches a model and how its answer comes back: the script engine (SPEC 2.4),
+//! the agent CLIs of SPEC 7 (spawned through `gavel-process`, the only way
+//! gavel spawns anything), and the HTTP APIs.
 //!
 //! It must not know about stages, rounds or routing: a seat gets a request
 //! kind, a prompt and a workspace, and returns text, usage and a duration.
@@ -127,6 +127,8 @@ pub fn build_seat(name: &str, spec: &SeatSpec, base: &Path) -> Result<Box<dyn Se
     match spec.engine {
         Engine::Script => Ok(Box::new(ScriptSeat::from_spec(name, spec, base)?)),
         Engine::Anthropic | Engine::Openai => Ok(Box::new(http::HttpSeat::from_spec(name, spec, base)?)),
-        engine => Err(BuildError::Unsupported { seat: name.to_owned(), engine }),
+        Engine::Claude | Engine::Codex | Engine::Opencode | Engine::Gemini => {
+            Ok(Box::new(cli::CliSeat::from_spec(name, spec, base)?))
+        }
     }
 }

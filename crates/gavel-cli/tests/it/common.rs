@@ -83,7 +83,7 @@ where
     output(gavel_cmd().current_dir(dir).args(args))
 }
 
-fn output(cmd: &mut Command) -> Out {
+pub fn output(cmd: &mut Command) -> Out {
     let out = cmd.output().expect("gavel runs");
     Out {
         code: out.status.code().unwrap_or(-1),

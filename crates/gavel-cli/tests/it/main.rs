@@ -11,6 +11,7 @@ mod graph;
 
 mod goals;
 mod happy;
+mod http_seats;
 mod kill_resume;
 mod lock;
 mod malformed;

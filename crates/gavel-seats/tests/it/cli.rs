@@ -1,1 +1,304 @@
-//! CLI engines: command lines and parsers on recorded transcripts.
+//! CLI engines through the real spawn path, with a shell-script stand-in as
+//! the seat's `executable`: it dumps what it was given (environment, argv,
+//! stdin, cwd, the files in its home) and prints a recorded transcript of the
+//! real CLI (`tests/fixtures/cli`), so no agent CLI needs to be installed.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::BTreeMap;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use gavel_domain::{Access, Engine, RequestKind, SeatSpec};
+use gavel_seats::cli::{CliSeat, probe};
+use gavel_seats::secret::Secret;
+use gavel_seats::{Reply, Request, Seat, SeatError};
+use gavel_test_support::TempWorkspace;
+
+const KEY: &str = "sk-gavel-cli-test-0123456789abcdef";
+const KEY_VAR: &str = "GAVEL_TEST_KEY";
+
+/// Dumps its inputs into `$DUMP`, then prints `$OUT`/`$ERR` and exits `$CODE`
+/// (or sleeps `$SLEEP` seconds).
+const STAND_IN: &str = r#"#!/bin/sh
+env > "$DUMP/env"
+for a in "$@"; do printf '%s\0' "$a"; done > "$DUMP/argv"
+readlink /proc/self/fd/0 > "$DUMP/stdin" 2>&1
+cat > "$DUMP/stdin_text"
+pwd > "$DUMP/cwd"
+(cd "$HOME" && find . -type f | sort | while read -r f; do echo "== $f"; cat "$f"; done) > "$DUMP/files" 2>&1
+if [ -n "$SLEEP" ]; then exec sleep "$SLEEP"; fi
+cat "$OUT"
+cat "$ERR" >&2
+exit "${CODE:-0}"
+"#;
+
+struct Rig {
+    dir: tempfile::TempDir,
+    workspace: TempWorkspace,
+}
+
+impl Rig {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let exe = dir.path().join("stand-in");
+        std::fs::write(&exe, STAND_IN).unwrap();
+        std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::create_dir(dir.path().join("dump")).unwrap();
+        Self { dir, workspace: TempWorkspace::new().unwrap() }
+    }
+
+    fn dump(&self, name: &str) -> String {
+        std::fs::read_to_string(self.dir.path().join("dump").join(name)).unwrap_or_default()
+    }
+
+    fn env(&self) -> BTreeMap<String, String> {
+        self.dump("env")
+            .lines()
+            .filter_map(|l| l.split_once('='))
+            .map(|(k, v)| (k.into(), v.into()))
+            .collect()
+    }
+
+    fn argv(&self) -> Vec<String> {
+        let dump = self.dump("argv");
+        // Each argument ends with NUL; empty arguments are real ones.
+        dump.strip_suffix('\0').unwrap_or(&dump).split('\0').map(str::to_owned).collect()
+    }
+
+    /// A seat of `engine` running the stand-in, which prints the `case`
+    /// transcript and exits with its recorded code.
+    fn seat(&self, engine: Engine, model: Option<&str>, case: &str, extra: &[(&str, &str)]) -> CliSeat {
+        let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/cli").join(engine.as_str());
+        let rc = std::fs::read_to_string(fixtures.join(format!("{case}.rc"))).unwrap();
+        let mut env = BTreeMap::from([
+            ("DUMP".to_owned(), self.dir.path().join("dump").to_string_lossy().into_owned()),
+            ("OUT".to_owned(), fixtures.join(format!("{case}.stdout")).to_string_lossy().into_owned()),
+            ("ERR".to_owned(), fixtures.join(format!("{case}.stderr")).to_string_lossy().into_owned()),
+            ("CODE".to_owned(), rc.trim().to_owned()),
+        ]);
+        for (k, v) in extra {
+            env.insert((*k).to_owned(), (*v).to_owned());
+        }
+        let spec = SeatSpec {
+            engine,
+            model: model.map(str::to_owned),
+            family: Some("test".into()),
+            executable: Some(self.dir.path().join("stand-in").to_string_lossy().into_owned()),
+            base_url: Some("http://127.0.0.1:9".into()),
+            api_key_env: None,
+            env,
+            timeout: None,
+            script: None,
+            prompts: BTreeMap::new(),
+            price: None,
+        };
+        CliSeat::from_spec("stand-in", &spec, self.dir.path()).unwrap().with_key(Secret::new(KEY_VAR, KEY))
+    }
+
+    fn request(&self, access: Access) -> Request {
+        Request {
+            kind: if access == Access::MayWrite { RequestKind::Write } else { RequestKind::Review },
+            prompt: "-- Review the work  and reply with JSON.".into(),
+            workspace: self.workspace.path().to_path_buf(),
+            access,
+            turn: 0,
+            writes: Vec::new(),
+            timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+async fn ask(seat: &CliSeat, request: &Request) -> Result<Reply, SeatError> {
+    seat.answer(request).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claude_runs_with_a_private_home_null_stdin_and_the_key_only_in_env() {
+    let rig = Rig::new();
+    let seat = rig.seat(Engine::Claude, Some("claude-sonnet-4-5"), "text", &[]);
+    let request = rig.request(Access::ReadOnly);
+    let reply = ask(&seat, &request).await.unwrap();
+    assert_eq!(reply.text, r#"{"decision":"pass","findings":[]}"#);
+    assert_eq!((reply.usage.input_tokens, reply.usage.output_tokens), (123, 45));
+    assert_eq!(reply.session.as_deref(), Some("86376244-59d9-49fb-980f-ed37ea0a3a96"));
+
+    let env = rig.env();
+    let home = PathBuf::from(&env["HOME"]);
+    assert!(
+        home.ends_with("home")
+            && home.parent().unwrap().file_name().unwrap().to_string_lossy().starts_with("gavel-claude-")
+    );
+    assert!(!home.exists(), "the private home is removed after the request");
+    assert_ne!(env.get("HOME"), std::env::var("HOME").ok().as_ref());
+    assert_eq!(env["TMPDIR"], home.parent().unwrap().join("tmp").to_string_lossy());
+    assert_eq!(env["ANTHROPIC_API_KEY"], KEY);
+    assert_eq!(env["ANTHROPIC_BASE_URL"], "http://127.0.0.1:9");
+    assert_eq!(env["CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"], "1");
+    assert_eq!(env["CLAUDE_CODE_MAX_RETRIES"], "2");
+    assert!(env.contains_key("PATH"));
+    assert!(!env.contains_key(KEY_VAR), "claude reads ANTHROPIC_API_KEY only");
+    assert!(env.keys().all(|k| !k.starts_with("CARGO")), "nothing leaks from gavel's environment: {env:?}");
+    assert_eq!(env.values().filter(|v| v.contains(KEY)).count(), 1);
+
+    assert_eq!(rig.dump("stdin").trim(), "/dev/null");
+    assert_eq!(Path::new(rig.dump("cwd").trim()), rig.workspace.path());
+    let argv = rig.argv();
+    assert!(argv.iter().all(|a| !a.contains(KEY)));
+    assert_eq!(argv[argv.len() - 3..], ["-p", "--", request.prompt.as_str()]);
+    assert!(argv.windows(2).any(|w| w == ["--permission-mode", "plan"]), "{argv:?}");
+    assert!(!rig.dump("files").contains(KEY));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn codex_reads_its_provider_from_codex_home() {
+    let rig = Rig::new();
+    let seat = rig.seat(Engine::Codex, Some("gpt-5"), "write", &[]);
+    let reply = ask(&seat, &rig.request(Access::MayWrite)).await.unwrap();
+    assert_eq!(reply.text, r#"{"decision":"pass","findings":[],"wrote":"made.txt"}"#);
+    assert!(reply.usage.cost_usd > 0.0, "codex reports no cost; gavel prices gpt-5 from its table");
+
+    let env = rig.env();
+    assert_eq!(env[KEY_VAR], KEY, "codex reads the key from the provider's env_key");
+    assert!(env["CODEX_HOME"].ends_with("home/.codex"));
+    let files = rig.dump("files");
+    assert!(files.contains("== ./.codex/config.toml"), "{files}");
+    assert!(files.contains("env_key = \"GAVEL_TEST_KEY\""), "{files}");
+    assert!(files.contains("base_url = \"http://127.0.0.1:9/v1\""), "{files}");
+    assert!(!files.contains(KEY));
+    let argv = rig.argv();
+    assert!(argv.windows(2).any(|w| w == ["-s", "workspace-write"]), "{argv:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn opencode_gets_its_config_inline_and_the_prompt_intact() {
+    let rig = Rig::new();
+    let seat = rig.seat(Engine::Opencode, Some("fake-model"), "prose", &[]);
+    let request = rig.request(Access::ReadOnly);
+    let reply = ask(&seat, &request).await.unwrap();
+    assert!(reply.text.contains("```json"));
+
+    let env = rig.env();
+    assert_eq!(env[KEY_VAR], KEY);
+    let config: serde_json::Value = serde_json::from_str(&env["OPENCODE_CONFIG_CONTENT"]).unwrap();
+    assert_eq!(config["provider"]["gavel"]["options"]["apiKey"], "{env:GAVEL_TEST_KEY}");
+    assert_eq!(config["permission"]["edit"], "deny");
+    assert_eq!(env["OPENCODE_DISABLE_AUTOUPDATE"], "1");
+    let argv = rig.argv();
+    let dashdash = argv.iter().position(|a| a == "--").unwrap();
+    assert_eq!(argv[dashdash + 1..].join(" "), request.prompt);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gemini_gets_api_key_auth_settings() {
+    let rig = Rig::new();
+    let seat = rig.seat(Engine::Gemini, Some("gemini-2.5-flash"), "text", &[]);
+    let reply = ask(&seat, &rig.request(Access::ReadOnly)).await.unwrap();
+    assert_eq!(reply.text, r#"{"decision":"pass","findings":[]}"#);
+    let env = rig.env();
+    assert_eq!(env["GEMINI_API_KEY"], KEY);
+    assert_eq!(env["GOOGLE_GEMINI_BASE_URL"], "http://127.0.0.1:9");
+    let files = rig.dump("files");
+    assert!(files.contains("== ./.gemini/settings.json") && files.contains("\"gemini-api-key\""), "{files}");
+    let argv = rig.argv();
+    assert!(
+        argv.contains(&"--skip-trust".to_owned())
+            && argv.windows(2).any(|w| w == ["--approval-mode", "default"])
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn error_payloads_and_denials_map_to_seat_errors() {
+    let rig = Rig::new();
+    let request = rig.request(Access::ReadOnly);
+    let err = ask(&rig.seat(Engine::Claude, None, "401", &[]), &request).await.unwrap_err();
+    assert!(
+        matches!(&err, SeatError::Engine(m) if m.contains("refused the key in $GAVEL_TEST_KEY (401)")),
+        "{err}"
+    );
+    let err = ask(&rig.seat(Engine::Gemini, Some("g"), "401", &[]), &request).await.unwrap_err();
+    assert!(matches!(&err, SeatError::Engine(m) if m.contains("(401): invalid x-api-key")), "{err}");
+    let err = ask(&rig.seat(Engine::Codex, None, "500", &[]), &request).await.unwrap_err();
+    assert!(matches!(&err, SeatError::Engine(m) if m.starts_with("codex: We’re currently")), "{err}");
+    // Exit code 0, an answer, and a denied write: refused, not accepted.
+    let err = ask(&rig.seat(Engine::Claude, None, "readonly_denied", &[]), &request).await.unwrap_err();
+    assert!(matches!(&err, SeatError::Refused(m) if m.contains("read-only `review` request")), "{err}");
+    let err = ask(&rig.seat(Engine::Codex, None, "readonly_denied", &[]), &request).await.unwrap_err();
+    assert!(matches!(&err, SeatError::Refused(m) if m.contains("patch rejected")), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_prompt_too_long_for_an_argument_comes_on_stdin() {
+    let rig = Rig::new();
+    let mut request = rig.request(Access::ReadOnly);
+    request.prompt = format!("-- start {}end", "0123456789 ".repeat(20_000));
+    for (engine, model) in [(Engine::Claude, None), (Engine::Gemini, Some("g"))] {
+        let seat = rig.seat(engine, model, "text", &[]);
+        let reply = ask(&seat, &request).await.unwrap();
+        assert!(reply.text.contains("pass"));
+        assert!(rig.dump("stdin").trim().ends_with("/prompt.txt"), "{}", rig.dump("stdin"));
+        assert_eq!(rig.dump("stdin_text"), request.prompt, "{engine}");
+        assert!(rig.argv().iter().all(|a| !a.contains("0123456789")), "{engine}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stalled_cli_is_stopped_at_the_timeout() {
+    let rig = Rig::new();
+    let seat = rig.seat(Engine::Codex, None, "text", &[("SLEEP", "60")]);
+    let mut request = rig.request(Access::ReadOnly);
+    request.timeout = Duration::from_secs(1);
+    let started = Instant::now();
+    let err = ask(&seat, &request).await.unwrap_err();
+    assert_eq!(err, SeatError::Timeout(Duration::from_secs(1)));
+    assert!(started.elapsed() < Duration::from_secs(10), "{:?}", started.elapsed());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_missing_binary_or_key_is_explained() {
+    let rig = Rig::new();
+    let mut spec = SeatSpec {
+        engine: Engine::Claude,
+        model: None,
+        family: Some("anthropic".into()),
+        executable: Some("/nonexistent/claude".into()),
+        base_url: None,
+        api_key_env: None,
+        env: BTreeMap::new(),
+        timeout: None,
+        script: None,
+        prompts: BTreeMap::new(),
+        price: None,
+    };
+    let seat = CliSeat::from_spec("c", &spec, Path::new("/")).unwrap().with_key(Secret::new(KEY_VAR, KEY));
+    let err = ask(&seat, &rig.request(Access::ReadOnly)).await.unwrap_err();
+    assert!(err.to_string().contains("npm install -g @anthropic-ai/claude-code"), "{err}");
+
+    spec.executable = Some(rig.dir.path().join("stand-in").to_string_lossy().into_owned());
+    spec.api_key_env = Some("GAVEL_TEST_SURELY_UNSET_CLI_KEY".into());
+    spec.base_url = Some("https://api.example.invalid".into());
+    let seat = CliSeat::from_spec("c", &spec, Path::new("/")).unwrap();
+    let err = ask(&seat, &rig.request(Access::ReadOnly)).await.unwrap_err();
+    assert!(err.to_string().contains("`GAVEL_TEST_SURELY_UNSET_CLI_KEY` is not set"), "{err}");
+    assert_eq!(rig.dump("env"), "", "nothing was spawned");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn probe_reports_path_and_version_or_a_hint() {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = dir.path().join("codex");
+    std::fs::write(&exe, "#!/bin/sh\n[ \"$1\" = --version ] && echo 'codex-cli 9.9.9' && exit 0\nexit 2\n")
+        .unwrap();
+    std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let found = probe(Engine::Codex, Some(&exe.to_string_lossy())).await;
+    assert!(found.ok(), "{found:?}");
+    assert_eq!(found.path.as_deref(), Some(exe.as_path()));
+    assert_eq!(found.version.as_deref(), Some("codex-cli 9.9.9"));
+
+    let missing = probe(Engine::Gemini, Some("/nonexistent/gemini")).await;
+    assert!(!missing.ok());
+    assert!(missing.problem.unwrap().contains("npm install -g @google/gemini-cli"));
+    let not_cli = probe(Engine::Script, None).await;
+    assert!(not_cli.problem.is_some());
+}
