@@ -6,6 +6,7 @@
 
 mod approve;
 mod describe;
+mod doctor;
 mod goal;
 mod render;
 
@@ -53,6 +54,8 @@ enum Command {
     Hook(goal::HookArgs),
     /// Print a JSON Schema (`gavel schema goal`).
     Schema(goal::SchemaArgs),
+    /// List the engines this machine can run; with a workflow, ask each seat one short request.
+    Doctor(doctor::DoctorArgs),
 }
 
 #[derive(Debug, Args)]
@@ -195,6 +198,7 @@ fn dispatch(command: Command, style: &Style) -> Result<i32, RunError> {
         Command::Goal(args) => goal::goal(args, style),
         Command::Hook(args) => goal::hook(args, style),
         Command::Schema(args) => goal::schema(&args),
+        Command::Doctor(args) => doctor::doctor(&args, style),
     }
 }
 

@@ -7,6 +7,7 @@
 #[macro_use]
 mod common;
 mod crash;
+mod doctor;
 mod graph;
 
 mod goals;

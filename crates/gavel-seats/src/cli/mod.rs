@@ -125,6 +125,19 @@ pub fn install_hint(engine: Engine) -> Option<&'static str> {
     }
 }
 
+/// The version of an agent CLI gavel's real-CLI tests pin (see
+/// `ci/install-agent-clis.sh`), for hints: other versions may work, but
+/// their flags and output shapes are untested.
+pub fn tested_version(engine: Engine) -> Option<&'static str> {
+    match engine {
+        Engine::Claude => Some("2.1.197"),
+        Engine::Codex => Some("0.171.0"),
+        Engine::Opencode => Some("1.18.33"),
+        Engine::Gemini => Some("0.61.0"),
+        Engine::Anthropic | Engine::Openai | Engine::Script => None,
+    }
+}
+
 /// The variable a seat's key is read from when it names none.
 fn default_key_env(engine: Engine, model: Option<&str>, base_url: Option<&str>) -> String {
     match engine {
