@@ -44,6 +44,7 @@ fn reply_event(round: u32) -> Event {
             .to_owned(),
         usage: Usage { input_tokens: 1812, output_tokens: 264, cost_usd: 0.0131 },
         ms: 2417,
+        session: None,
     })
 }
 
@@ -114,6 +115,7 @@ fn round_events(round: u32, out: &mut Vec<Event>) {
             text: r#"{"decision":"revise","findings":[{"severity":"should-fix","evidence":"docs/retries.md:12: the default for max_retries is stated twice","fix":"Keep the table's value."}]}"#.to_owned(),
             usage: Usage { input_tokens: 3100, output_tokens: 180, cost_usd: 0.0094 },
             ms: 5120,
+            session: None,
         }));
         out.push(Event::ReviewDecision(ReviewDecision {
             stage: "write".to_owned(),

@@ -18,7 +18,11 @@ use serde::{Deserialize, Serialize};
 /// Generic over the event type so another log (a goal's record) can use the
 /// same envelope, writer and reader with its own kinds; `E` defaults to the
 /// run record's [`Event`], so run code never names it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+///
+/// Deserialized by hand (see [`envelope_de`]): a derived `#[serde(flatten)]`
+/// would buffer every line into an intermediate tree before building the
+/// event, which made reading a long record four times slower.
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Envelope<E = Event> {
     /// The record format's major version ([`crate::FORMAT_VERSION`]).
     pub v: u32,
@@ -31,10 +35,233 @@ pub struct Envelope<E = Event> {
     pub event: E,
 }
 
+mod flat {
+    //! The seat events as they read: flat fields, because a derived
+    //! `#[serde(flatten)]` reader buffers the whole object first, and these
+    //! are most of a long record's lines.
+
+    use gavel_domain::{RequestKind, Usage};
+    use serde::Deserialize;
+
+    #[derive(Deserialize)]
+    pub(super) struct SeatRequest {
+        stage: String,
+        round: u32,
+        seat: String,
+        request: RequestKind,
+        attempt: u32,
+        prompt_sha256: String,
+    }
+
+    #[derive(Deserialize)]
+    pub(super) struct SeatReply {
+        stage: String,
+        round: u32,
+        seat: String,
+        request: RequestKind,
+        attempt: u32,
+        text: String,
+        #[serde(default)]
+        usage: Usage,
+        ms: u64,
+        #[serde(default)]
+        session: Option<String>,
+    }
+
+    #[derive(Deserialize)]
+    pub(super) struct SeatError {
+        stage: String,
+        round: u32,
+        seat: String,
+        request: RequestKind,
+        attempt: u32,
+        error: String,
+        #[serde(default)]
+        ms: u64,
+    }
+
+    impl From<SeatRequest> for super::SeatRequest {
+        fn from(f: SeatRequest) -> Self {
+            let key = super::SeatKey {
+                stage: f.stage,
+                round: f.round,
+                seat: f.seat,
+                request: f.request,
+                attempt: f.attempt,
+            };
+            Self { key, prompt_sha256: f.prompt_sha256 }
+        }
+    }
+
+    impl From<SeatReply> for super::SeatReply {
+        fn from(f: SeatReply) -> Self {
+            let key = super::SeatKey {
+                stage: f.stage,
+                round: f.round,
+                seat: f.seat,
+                request: f.request,
+                attempt: f.attempt,
+            };
+            Self { key, text: f.text, usage: f.usage, ms: f.ms, session: f.session }
+        }
+    }
+
+    impl From<SeatError> for super::SeatError {
+        fn from(f: SeatError) -> Self {
+            let key = super::SeatKey {
+                stage: f.stage,
+                round: f.round,
+                seat: f.seat,
+                request: f.request,
+                attempt: f.attempt,
+            };
+            Self { key, error: f.error, ms: f.ms }
+        }
+    }
+}
+
+mod envelope_de {
+    //! The envelope's reader: `v`, `seq` and `at` are taken out of the line's
+    //! map as they pass, and every other entry streams on to the event type's
+    //! own (adjacently tagged) deserializer, so nothing is buffered.
+
+    use std::borrow::Cow;
+    use std::fmt;
+    use std::marker::PhantomData;
+
+    use jiff::Timestamp;
+    use serde::Deserialize;
+    use serde::de::value::BorrowedStrDeserializer;
+    use serde::de::{self, DeserializeSeed, Deserializer, IntoDeserializer, MapAccess, Visitor};
+
+    use super::Envelope;
+
+    impl<'de, E: Deserialize<'de>> Deserialize<'de> for Envelope<E> {
+        fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+            deserializer.deserialize_map(EnvelopeVisitor(PhantomData))
+        }
+    }
+
+    struct EnvelopeVisitor<E>(PhantomData<E>);
+
+    impl<'de, E: Deserialize<'de>> Visitor<'de> for EnvelopeVisitor<E> {
+        type Value = Envelope<E>;
+
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("an event object {\"v\",\"seq\",\"at\",\"kind\",\"data\"}")
+        }
+
+        fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+            let mut rest = Rest { map, v: None, seq: None, at: None };
+            let event = E::deserialize(RestDeserializer(&mut rest))?;
+            // An event's reader reads its map to the end; anything left over
+            // is a field no event has.
+            if let Some(key) = rest.next_own_key()? {
+                return Err(de::Error::custom(format!("unexpected field `{}`", key.0)));
+            }
+            Ok(Envelope {
+                v: rest.v.ok_or_else(|| de::Error::missing_field("v"))?,
+                seq: rest.seq.ok_or_else(|| de::Error::missing_field("seq"))?,
+                at: rest.at.ok_or_else(|| de::Error::missing_field("at"))?,
+                event,
+            })
+        }
+    }
+
+    /// The line's map, with the envelope's own fields taken out as they pass.
+    struct Rest<A> {
+        map: A,
+        v: Option<u32>,
+        seq: Option<u64>,
+        at: Option<Timestamp>,
+    }
+
+    impl<'de, A: MapAccess<'de>> Rest<A> {
+        /// The next key that is not an envelope field, after storing any
+        /// envelope fields on the way.
+        fn next_own_key(&mut self) -> Result<Option<KeyName<'de>>, A::Error> {
+            loop {
+                let Some(key) = self.map.next_key::<KeyName<'de>>()? else {
+                    return Ok(None);
+                };
+                match key.0.as_ref() {
+                    "v" => self.v = Some(self.map.next_value()?),
+                    "seq" => self.seq = Some(self.map.next_value()?),
+                    "at" => self.at = Some(self.map.next_value()?),
+                    _ => return Ok(Some(key)),
+                }
+            }
+        }
+    }
+
+    /// A key, borrowed from the input when it can be.
+    struct KeyName<'de>(Cow<'de, str>);
+
+    impl<'de> Deserialize<'de> for KeyName<'de> {
+        fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+            struct KeyVisitor;
+            impl<'de> Visitor<'de> for KeyVisitor {
+                type Value = KeyName<'de>;
+                fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                    f.write_str("a field name")
+                }
+                fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+                    Ok(KeyName(Cow::Borrowed(v)))
+                }
+                fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                    Ok(KeyName(Cow::Owned(v.to_owned())))
+                }
+                fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
+                    Ok(KeyName(Cow::Owned(v)))
+                }
+            }
+            deserializer.deserialize_str(KeyVisitor)
+        }
+    }
+
+    /// Hands the rest of the line to the event as a map of its own.
+    struct RestDeserializer<'a, A>(&'a mut Rest<A>);
+
+    impl<'de, A: MapAccess<'de>> Deserializer<'de> for RestDeserializer<'_, A> {
+        type Error = A::Error;
+
+        fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Self::Error> {
+            visitor.visit_map(self)
+        }
+
+        serde::forward_to_deserialize_any! {
+            bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
+            bytes byte_buf option unit unit_struct newtype_struct seq tuple
+            tuple_struct map struct enum identifier ignored_any
+        }
+    }
+
+    impl<'de, A: MapAccess<'de>> MapAccess<'de> for RestDeserializer<'_, A> {
+        type Error = A::Error;
+
+        fn next_key_seed<K: DeserializeSeed<'de>>(
+            &mut self,
+            seed: K,
+        ) -> Result<Option<K::Value>, Self::Error> {
+            match self.0.next_own_key()? {
+                Some(KeyName(Cow::Borrowed(key))) => {
+                    seed.deserialize(BorrowedStrDeserializer::new(key)).map(Some)
+                }
+                Some(KeyName(Cow::Owned(key))) => seed.deserialize(key.into_deserializer()).map(Some),
+                None => Ok(None),
+            }
+        }
+
+        fn next_value_seed<V: DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value, Self::Error> {
+            self.0.map.next_value_seed(seed)
+        }
+    }
+}
+
 /// An event type a record can hold: the run record's [`Event`], or another
 /// log's own kinds written in the same envelope under the same rules
 /// (SPEC 5). Its serde form must be adjacently tagged as `kind` + `data`.
-pub trait RecordEvent: Serialize + serde::de::DeserializeOwned + std::fmt::Debug + Clone {
+pub trait RecordEvent: Serialize + serde::de::DeserializeOwned + std::fmt::Debug + Clone + Send {
     /// Every kind this version of gavel knows, for "written by a newer
     /// gavel" messages.
     const KINDS: &'static [&'static str];
@@ -229,6 +456,7 @@ pub struct SeatKey {
 
 /// `seat:request`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "flat::SeatRequest")]
 pub struct SeatRequest {
     /// Which request this is.
     #[serde(flatten)]
@@ -239,6 +467,7 @@ pub struct SeatRequest {
 
 /// `seat:reply`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(from = "flat::SeatReply")]
 pub struct SeatReply {
     /// Which request this answers.
     #[serde(flatten)]
@@ -250,10 +479,14 @@ pub struct SeatReply {
     pub usage: Usage,
     /// How long the request took, in milliseconds.
     pub ms: u64,
+    /// The engine's session or thread id, when it reports one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
 }
 
 /// `seat:error`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "flat::SeatError")]
 pub struct SeatError {
     /// Which request failed.
     #[serde(flatten)]

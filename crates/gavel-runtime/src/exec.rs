@@ -83,7 +83,7 @@ pub async fn start(request: StartRequest, observer: &dyn Observer) -> Result<Out
         .or_else(|| workflow.options.record.as_ref().map(|r| workspace.join(r)))
         .unwrap_or_else(|| default_record(&workspace, &run_id));
     let writer = RecordWriter::create(&record, Durability::Synced)?;
-    let mut journal = Journal::new(writer, &[], observer);
+    let mut journal = Journal::new(writer, Vec::new(), observer);
     journal.emit(Event::RunStart(RunStart {
         run_id: run_id.clone(),
         workflow: workflow.name.clone(),
@@ -135,7 +135,7 @@ pub async fn resume(request: ResumeRequest, observer: &dyn Observer) -> Result<O
     }
     let ended = matches!(state.status, RunStatus::Ended { .. });
     let writer = RecordWriter::resume(record, lock, &recording, Durability::Synced)?;
-    let mut journal = Journal::new(writer, &recording.events, observer);
+    let mut journal = Journal::new(writer, recording.events, observer);
     if !ended {
         let (reason, waiting_for) = match &state.status {
             RunStatus::Paused { waiting_for, .. } => {
@@ -614,6 +614,7 @@ impl<'o> Executor<'o> {
                             text: reply.text,
                             usage: reply.usage,
                             ms,
+                            session: reply.session,
                         }),
                         Ok(Err(err)) => {
                             SeatResult::Error(SeatError { key: key.clone(), error: err.to_string(), ms })
@@ -696,7 +697,7 @@ impl<'o> Executor<'o> {
 
     fn outcome(self, status: Status, summary: String, waiting_for: Option<String>) -> Outcome {
         let inner = self.inner.into_inner().unwrap_or_else(PoisonError::into_inner);
-        Outcome {
+        let outcome = Outcome {
             status,
             summary,
             run_id: self.run_id,
@@ -705,7 +706,9 @@ impl<'o> Executor<'o> {
             usage: inner.journal.usage(),
             waiting_for,
             stages: inner.reports,
-        }
+        };
+        inner.journal.close();
+        outcome
     }
 }
 

@@ -7,7 +7,7 @@
 //! verdict) are keyed too, so replaying never records them twice. Pauses and
 //! resumes are session markers, always appended.
 
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxBuildHasher, FxHashMap as HashMap, FxHashSet as HashSet};
 use std::path::Path;
 
 use gavel_domain::{RequestKind, Usage};
@@ -66,20 +66,23 @@ impl std::fmt::Debug for Journal<'_> {
 }
 
 impl<'o> Journal<'o> {
-    /// A journal over `events` already in the record, appending through `writer`.
-    pub fn new(writer: RecordWriter, events: &[Envelope], observer: &'o dyn Observer) -> Self {
+    /// A journal over `events` already in the record, appending through
+    /// `writer`. Takes the events: they move into the index, not cloned.
+    pub fn new(writer: RecordWriter, events: Vec<Envelope>, observer: &'o dyn Observer) -> Self {
         let mut journal = Self {
             writer,
             observer,
-            derived: HashSet::new(),
-            requests: HashSet::new(),
-            results: HashMap::new(),
-            builds: HashMap::new(),
-            checks: HashMap::new(),
-            jobs: HashMap::new(),
-            asks: HashMap::new(),
-            approvals: HashMap::new(),
-            turns: HashMap::new(),
+            // About a third of a long record's events are results, a third
+            // requests, the rest derived: sized once, never rehashed.
+            derived: HashSet::with_capacity_and_hasher(events.len() / 2, FxBuildHasher),
+            requests: HashSet::with_capacity_and_hasher(events.len() / 3, FxBuildHasher),
+            results: HashMap::with_capacity_and_hasher(events.len() / 3, FxBuildHasher),
+            builds: HashMap::default(),
+            checks: HashMap::default(),
+            jobs: HashMap::default(),
+            asks: HashMap::default(),
+            approvals: HashMap::default(),
+            turns: HashMap::default(),
             last_pause_seq: 0,
             usage: Usage::default(),
             rounds: 0,
@@ -94,44 +97,60 @@ impl<'o> Journal<'o> {
         journal
     }
 
-    fn index(&mut self, envelope: &Envelope) {
+    fn index(&mut self, envelope: Envelope) {
         let seq = envelope.seq;
-        match &envelope.event {
-            Event::SeatRequest(request) => {
-                self.requests.insert(request.key.clone());
-            }
-            Event::SeatReply(reply) => {
-                self.results
-                    .insert(reply.key.clone(), Recorded { value: SeatResult::Reply(reply.clone()), seq });
-            }
-            Event::SeatError(error) => {
-                self.results
-                    .insert(error.key.clone(), Recorded { value: SeatResult::Error(error.clone()), seq });
-            }
-            Event::BuildDone(build) => {
-                self.builds.insert((build.stage.clone(), build.round), build.clone());
-            }
-            Event::CheckRun(check) => {
-                self.checks.insert((check.stage.clone(), check.round), check.clone());
-            }
-            Event::JobDone(job) => {
-                self.jobs.insert((job.stage.clone(), job.round), job.clone());
-            }
-            Event::ApprovalRequest(ask) => {
-                self.asks.insert((ask.stage.clone(), ask.round), ask.clone());
-            }
-            Event::Approval(approval) => {
-                self.approvals.insert(
-                    (approval.stage.clone(), approval.round),
-                    Recorded { value: approval.clone(), seq },
-                );
-            }
-            Event::RunPause(_) => self.last_pause_seq = seq,
-            Event::RunEnd(end) => self.end = Some(end.clone()),
-            _ => {}
-        }
         if let Some(key) = derived_key(&envelope.event) {
             self.derived.insert(key);
+        }
+        match envelope.event {
+            Event::SeatRequest(request) => {
+                self.requests.insert(request.key);
+            }
+            Event::SeatReply(reply) => {
+                self.results.insert(reply.key.clone(), Recorded { value: SeatResult::Reply(reply), seq });
+            }
+            Event::SeatError(error) => {
+                self.results.insert(error.key.clone(), Recorded { value: SeatResult::Error(error), seq });
+            }
+            Event::BuildDone(build) => {
+                self.builds.insert((build.stage.clone(), build.round), build);
+            }
+            Event::CheckRun(check) => {
+                self.checks.insert((check.stage.clone(), check.round), check);
+            }
+            Event::JobDone(job) => {
+                self.jobs.insert((job.stage.clone(), job.round), job);
+            }
+            Event::ApprovalRequest(ask) => {
+                self.asks.insert((ask.stage.clone(), ask.round), ask);
+            }
+            Event::Approval(approval) => {
+                self.approvals
+                    .insert((approval.stage.clone(), approval.round), Recorded { value: approval, seq });
+            }
+            Event::RunPause(_) => self.last_pause_seq = seq,
+            Event::RunEnd(end) => self.end = Some(end),
+            _ => {}
+        }
+    }
+
+    /// Closes the record (its writer and lock are released now) and frees
+    /// the index. A long run's index is millions of small allocations, so
+    /// it is freed on a thread of its own rather than on the way to the
+    /// report.
+    pub fn close(self) {
+        let Journal {
+            writer, derived, requests, results, builds, checks, jobs, asks, approvals, turns, ..
+        } = self;
+        drop(writer);
+        let index = (derived, requests, results, builds, checks, jobs, asks, approvals, turns);
+        if index.2.len() < 10_000 {
+            return;
+        }
+        let freed = std::thread::Builder::new().name("gavel-free".to_owned()).spawn(move || drop(index));
+        // No thread to be had: the caller frees it after all.
+        if let Err(err) = freed {
+            drop(err);
         }
     }
 
@@ -163,7 +182,7 @@ impl<'o> Journal<'o> {
     /// Appends an event unconditionally (session markers).
     pub fn append(&mut self, event: Event) -> Result<Envelope, WriteError> {
         let envelope = self.writer.append(event)?;
-        self.index(&envelope);
+        self.index(envelope.clone());
         self.observer.on_event(&envelope);
         Ok(envelope)
     }
@@ -234,7 +253,7 @@ impl<'o> Journal<'o> {
             };
             let envelope =
                 if i == last { self.writer.append(event)? } else { self.writer.append_unsynced(event)? };
-            self.index(&envelope);
+            self.index(envelope.clone());
             self.observer.on_event(&envelope);
             recorded.push(Recorded { value: result, seq: envelope.seq });
         }

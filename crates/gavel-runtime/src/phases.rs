@@ -302,7 +302,6 @@ impl Executor<'_> {
             files,
             skipped: &[],
         };
-        let prompt = self.prompts.render(RequestKind::Goal, &context)?;
         let target = Target {
             stage: stage.name.clone(),
             round,
@@ -311,7 +310,10 @@ impl Executor<'_> {
             writes: Vec::new(),
         };
         let parse = |text: &str| read_goal(text, &requirements);
-        match self.ask_one(target, |note| Ok(with_note(&prompt, note)), parse).await? {
+        // Rendered only when the request is sent: a replay renders nothing.
+        let prompt_for =
+            |note: Option<&str>| Ok(with_note(&self.prompts.render(RequestKind::Goal, &context)?, note));
+        match self.ask_one(target, prompt_for, parse).await? {
             Asked::GaveUp(last, _) => Ok(GoalResult::Unreadable(last)),
             Asked::Answer(reply, _) => {
                 self.st().journal.emit(Event::GoalCheck(GoalCheck {

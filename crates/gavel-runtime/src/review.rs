@@ -277,7 +277,6 @@ impl Executor<'_> {
         judge: &str,
         context: &JudgeContext<'_>,
     ) -> Result<Option<JudgeReply>, RunError> {
-        let prompt = self.prompts.render(RequestKind::Judge, context)?;
         let questions = &self.workflow.judge_questions;
         let parse = |text: &str| {
             let reply = JudgeReply::parse(text).map_err(|e| e.note())?;
@@ -293,7 +292,9 @@ impl Executor<'_> {
             kind: RequestKind::Judge,
             writes: Vec::new(),
         };
-        Ok(match self.ask_one(target, |note| Ok(with_note(&prompt, note)), parse).await? {
+        let prompt_for =
+            |note: Option<&str>| Ok(with_note(&self.prompts.render(RequestKind::Judge, context)?, note));
+        Ok(match self.ask_one(target, prompt_for, parse).await? {
             Asked::Answer(reply, _) => Some(reply),
             Asked::GaveUp(..) => None,
         })
@@ -374,12 +375,12 @@ impl Executor<'_> {
         let requirements = self.workflow.brief.as_ref().map(|b| b.requirements.clone()).unwrap_or_default();
         let skipped = self.st().skipped.get(stage).cloned().unwrap_or_default();
         let (desc, gate) = self.stage_texts(stage);
-        let mut prompts = Vec::new();
-        for name in names {
+        // Rendered only when a request is sent: a replay renders nothing.
+        let prompt_for = |i: usize, note: Option<&str>| {
             let context = ReviewContext {
                 stage,
                 round,
-                reviewer: name,
+                reviewer: &names[i],
                 brief: self.workflow.brief.as_ref().map_or("", |b| b.body.as_str()),
                 requirements: &requirements,
                 desc: &desc,
@@ -387,8 +388,8 @@ impl Executor<'_> {
                 files,
                 skipped: &skipped,
             };
-            prompts.push(self.prompts.render(RequestKind::Review, &context)?);
-        }
+            Ok(with_note(&self.prompts.render(RequestKind::Review, &context)?, note))
+        };
         let targets = panel
             .seats
             .iter()
@@ -401,7 +402,7 @@ impl Executor<'_> {
             })
             .collect();
         let parse = |text: &str| ReviewReply::parse(text).map_err(|e| e.note());
-        let answers = self.ask_many(targets, |i, note| Ok(with_note(&prompts[i], note)), parse).await?;
+        let answers = self.ask_many(targets, prompt_for, parse).await?;
 
         let mut reviews =
             Reviews { passed: 0, revised: 0, errors: Vec::new(), raw: Vec::new(), revisers: Vec::new() };
@@ -487,8 +488,6 @@ impl Executor<'_> {
                 fix: r.fix.clone(),
             })
             .collect();
-        let prompt =
-            self.prompts.render(RequestKind::Merge, &MergeContext { stage, round, findings: &views })?;
         let parse = |text: &str| {
             let reply = MergeReply::parse(text).map_err(|e| e.note())?;
             rules::apply_merge(raw, &reply).map_err(|problem| problem.note())
@@ -500,11 +499,14 @@ impl Executor<'_> {
             kind: RequestKind::Merge,
             writes: Vec::new(),
         };
-        let (merged, merge_failed) =
-            match self.ask_one(target, |note| Ok(with_note(&prompt, note)), parse).await? {
-                Asked::Answer(merged, _) => (merged, false),
-                Asked::GaveUp(..) => (rules::unmerged(raw), true),
-            };
+        let prompt_for = |note: Option<&str>| {
+            let context = MergeContext { stage, round, findings: &views };
+            Ok(with_note(&self.prompts.render(RequestKind::Merge, &context)?, note))
+        };
+        let (merged, merge_failed) = match self.ask_one(target, prompt_for, parse).await? {
+            Asked::Answer(merged, _) => (merged, false),
+            Asked::GaveUp(..) => (rules::unmerged(raw), true),
+        };
 
         // Cross-review: each reviewer votes once on every finding it did not raise.
         let brief = self.workflow.brief.as_ref().map_or(String::new(), |b| b.body.clone());
@@ -514,6 +516,12 @@ impl Executor<'_> {
             if shown.is_empty() {
                 continue;
             }
+            let ids: Vec<String> = shown.iter().map(|f| f.id.clone()).collect();
+            voters.push((name.clone(), seat.clone(), shown, ids));
+        }
+        // Rendered only when a request is sent: a replay renders nothing.
+        let prompt_for = |i: usize, note: Option<&str>| {
+            let (name, _, shown, _) = &voters[i];
             let context = VoteContext {
                 stage,
                 round,
@@ -522,10 +530,8 @@ impl Executor<'_> {
                 files,
                 findings: shown.iter().map(|f| view(f, &[])).collect(),
             };
-            let prompt = self.prompts.render(RequestKind::Vote, &context)?;
-            let ids: Vec<String> = shown.iter().map(|f| f.id.clone()).collect();
-            voters.push((name.clone(), seat.clone(), prompt, ids));
-        }
+            Ok(with_note(&self.prompts.render(RequestKind::Vote, &context)?, note))
+        };
         let targets = voters
             .iter()
             .map(|(_, seat, _, _)| Target {
@@ -538,11 +544,7 @@ impl Executor<'_> {
             .collect();
         let shown_ids: Vec<Vec<String>> = voters.iter().map(|(_, _, _, ids)| ids.clone()).collect();
         let replies = self
-            .ask_many(
-                targets,
-                |i, note| Ok(with_note(&voters[i].2, note)),
-                |text: &str| VoteReply::parse(text).map_err(|e| e.note()),
-            )
+            .ask_many(targets, prompt_for, |text: &str| VoteReply::parse(text).map_err(|e| e.note()))
             .await?;
 
         let mut ballots: BTreeMap<String, Vec<Ballot>> = BTreeMap::new();

@@ -38,6 +38,7 @@ fn sample_events() -> Vec<Event> {
             text: "wrote {\"braces\"} and ünïcode\nover lines".into(),
             usage: Usage { input_tokens: 120, output_tokens: 40, cost_usd: 0.002 },
             ms: 12,
+            session: Some("ses-1".into()),
         }),
         Event::BuildDone(BuildDone {
             stage: "write".into(),
