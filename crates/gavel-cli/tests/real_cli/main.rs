@@ -23,4 +23,5 @@ mod claude;
 mod codex;
 mod gemini;
 mod opencode;
+mod stop_hook;
 mod workflow;
