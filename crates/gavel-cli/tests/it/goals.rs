@@ -1,10 +1,9 @@
 //! Goals end to end (SPEC 8, 8.1): `gavel goal ...`, `gavel hook ...` and
 //! `gavel schema goal`, each test in its own temporary git repository.
 //!
-//! Not covered here: a real `claude` session whose Stop hook is gavel. It needs
-//! the real-seats work (issue 6: the `claude` engine and the fake model
-//! server), which has not landed; the hook is tested with the exact JSON
-//! Claude Code sends instead.
+//! Here the hook is fed the exact JSON Claude Code sends. A real `claude`
+//! session whose Stop hook is gavel, kept going until its criterion passes, is
+//! in the real-CLI group: `tests/real_cli/stop_hook.rs`.
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};

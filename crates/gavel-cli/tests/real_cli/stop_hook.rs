@@ -10,7 +10,7 @@
 //! the hook runs again, the criterion passes, the stop is allowed and claude
 //! exits 0.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -171,7 +171,7 @@ fn model_requests(server: &FakeModel) -> Vec<LoggedRequest> {
 fn a_claude_session_whose_stop_hook_is_gavel_keeps_going_until_the_criterion_passes() {
     preflight();
     let dir = Workspace::new();
-    let repo: PathBuf = dir.join("repo");
+    let repo = dir.join("repo");
     let home = dir.join("home");
     std::fs::create_dir(&repo).unwrap();
     std::fs::create_dir(&home).unwrap();
