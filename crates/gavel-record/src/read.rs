@@ -75,9 +75,133 @@ pub fn read_record(path: &Path) -> Result<Recording, ReadError> {
 }
 
 /// Reads a record of event type `E` (a goal's record) at `path`.
+///
+/// A long record is read as well as parsed in pieces, one per core: each
+/// thread reads its own byte range of the file, and the few lines that
+/// straddle two ranges are put together afterwards.
 pub fn read_record_typed<E: RecordEvent>(path: &Path) -> Result<Recording<E>, ReadError> {
-    let bytes = std::fs::read(path).map_err(|source| ReadError::Io { path: path.to_owned(), source })?;
+    let io = |source| ReadError::Io { path: path.to_owned(), source };
+    let file = std::fs::File::open(path).map_err(io)?;
+    let len = file.metadata().map_err(io)?.len();
+    let n = usize::try_from(len).map_or(1, parallelism);
+    if n > 1
+        && let Some(recording) = read_in_pieces(path, &file, len, n)?
+    {
+        return Ok(recording);
+    }
+    let bytes = std::fs::read(path).map_err(io)?;
     parse_record_typed(path, &bytes)
+}
+
+/// One byte range of the file, read and parsed by its own thread.
+struct Range<E> {
+    /// The bytes before the range's first newline: the end of a line that
+    /// began in the range before (or a whole line, when the range begins
+    /// with one).
+    head: Vec<u8>,
+    /// The whole lines after the head.
+    body: Result<Piece<E>, (usize, String)>,
+    /// The bytes after the last newline: the start of a line the next range
+    /// ends (or the torn last line, in the last range).
+    tail: Vec<u8>,
+}
+
+/// Reads `len` bytes of `file` in `n` ranges at once. `None` when a range
+/// holds no newline at all (a line longer than a range): the caller reads
+/// the file whole instead.
+fn read_in_pieces<E: RecordEvent>(
+    path: &Path,
+    file: &std::fs::File,
+    len: u64,
+    n: usize,
+) -> Result<Option<Recording<E>>, ReadError> {
+    use std::os::unix::fs::FileExt as _;
+
+    let bounds: Vec<u64> = (0..=n as u64).map(|i| len * i / n as u64).collect();
+    let read_range = |i: usize| -> std::io::Result<Option<Range<E>>> {
+        let size = usize::try_from(bounds[i + 1] - bounds[i]).map_err(std::io::Error::other)?;
+        let mut buf = vec![0u8; size];
+        file.read_exact_at(&mut buf, bounds[i])?;
+        let (head_end, body_start) = if i == 0 {
+            (0, 0)
+        } else {
+            let Some(nl) = buf.iter().position(|&b| b == b'\n') else { return Ok(None) };
+            (nl, nl + 1)
+        };
+        // A range with no newline after its head holds no whole line: all
+        // of it is the tail, continued by the next range (or torn, if last).
+        let body_end =
+            buf[body_start..].iter().rposition(|&b| b == b'\n').map_or(body_start, |nl| body_start + nl + 1);
+        let body = parse_piece::<E>(&buf[body_start..body_end]);
+        let tail = buf[body_end..].to_vec();
+        buf.truncate(head_end);
+        Ok(Some(Range { head: buf, body, tail }))
+    };
+    let ranges: Vec<std::io::Result<Option<Range<E>>>> = std::thread::scope(|scope| {
+        let read_range = &read_range;
+        let handles: Vec<_> = (0..n).map(|i| scope.spawn(move || read_range(i))).collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|_| Err(std::io::Error::other("a reader thread failed"))))
+            .collect()
+    });
+    let mut recording = Recording::default();
+    let mut carry: Vec<u8> = Vec::new();
+    for (i, range) in ranges.into_iter().enumerate() {
+        let Some(range) = range.map_err(|source| ReadError::Io { path: path.to_owned(), source })? else {
+            return Ok(None);
+        };
+        if i > 0 {
+            // The line that straddles this range's start.
+            carry.extend_from_slice(&range.head);
+            let line = recording.events.len() + 1;
+            let envelope = parse_line::<E>(&carry).map_err(|message| ReadError::BadLine {
+                path: path.to_owned(),
+                line,
+                message,
+            })?;
+            push_in_order(path, &mut recording, envelope)?;
+            recording.valid_len += carry.len() as u64 + 1;
+            carry.clear();
+        }
+        let before = recording.events.len();
+        let piece = range.body.map_err(|(line, message)| ReadError::BadLine {
+            path: path.to_owned(),
+            line: before + line,
+            message,
+        })?;
+        for envelope in piece.events {
+            push_in_order(path, &mut recording, envelope)?;
+        }
+        recording.valid_len += piece.whole_bytes as u64;
+        carry = range.tail;
+    }
+    if !carry.is_empty() {
+        // No newline at the end: cut short by a crash mid-write.
+        recording.torn = Some(TornLine { line: recording.events.len() + 1, bytes: carry.len() });
+    }
+    Ok(Some(recording))
+}
+
+/// Appends an event, insisting that `seq` counts on without a gap.
+fn push_in_order<E>(
+    path: &Path,
+    recording: &mut Recording<E>,
+    envelope: Envelope<E>,
+) -> Result<(), ReadError> {
+    let expected = recording.events.len() as u64 + 1;
+    if envelope.seq != expected {
+        return Err(ReadError::BadLine {
+            path: path.to_owned(),
+            line: recording.events.len() + 1,
+            message: format!(
+                "`seq` is {} where {expected} was expected; the record has a gap or was edited",
+                envelope.seq
+            ),
+        });
+    }
+    recording.events.push(envelope);
+    Ok(())
 }
 
 /// Parses a run record's bytes; `path` only names the file in errors.
@@ -119,18 +243,7 @@ fn parse_in_pieces<E: RecordEvent>(path: &Path, bytes: &[u8], n: usize) -> Resul
             message,
         })?;
         for envelope in piece.events {
-            let expected = recording.events.len() as u64 + 1;
-            if envelope.seq != expected {
-                return Err(ReadError::BadLine {
-                    path: path.to_owned(),
-                    line: recording.events.len() + 1,
-                    message: format!(
-                        "`seq` is {} where {expected} was expected; the record has a gap or was edited",
-                        envelope.seq
-                    ),
-                });
-            }
-            recording.events.push(envelope);
+            push_in_order(path, &mut recording, envelope)?;
         }
         lines_before = recording.events.len();
         recording.valid_len += piece.whole_bytes as u64;
@@ -288,6 +401,20 @@ mod tests {
             }
         }
         assert!(summary(parse_in_pieces(path, &bad, 4)).starts_with("events.jsonl:37:"));
+        // Read from a file in ranges: the same again, for every cut.
+        let dir = tempfile::tempdir().unwrap();
+        let file_path = dir.path().join("events.jsonl");
+        for bytes in [&whole, &torn, &bad, &gap] {
+            std::fs::write(&file_path, bytes).unwrap();
+            let one = summary(parse_in_pieces(&file_path, bytes, 1));
+            let file = std::fs::File::open(&file_path).unwrap();
+            for n in 2..=7 {
+                let read = read_in_pieces::<Event>(&file_path, &file, bytes.len() as u64, n)
+                    .transpose()
+                    .expect("every range holds a newline");
+                assert_eq!(summary(read), one, "{n} ranges");
+            }
+        }
         assert!(summary(parse_in_pieces(path, &gap, 3)).starts_with("events.jsonl:21:"));
         assert_eq!(
             summary(parse_in_pieces(path, &torn, 5)).split(", valid").next().unwrap(),

@@ -34,6 +34,50 @@ pub(crate) struct FileView {
     pub(crate) content: String,
 }
 
+/// The files a round's prompts show, read from the workspace the first time
+/// a prompt (or a check for missing files) needs them: a replay whose
+/// requests are all answered from the record reads none.
+#[derive(Debug)]
+pub(crate) struct Files {
+    root: std::path::PathBuf,
+    paths: Vec<String>,
+    views: std::sync::OnceLock<Vec<FileView>>,
+}
+
+impl Files {
+    /// No files.
+    pub(crate) fn none() -> Self {
+        Self { root: std::path::PathBuf::new(), paths: Vec::new(), views: std::sync::OnceLock::new() }
+    }
+
+    /// The files as prompts show them (read now, if not yet).
+    pub(crate) fn views(&self) -> &[FileView] {
+        self.views.get_or_init(|| {
+            self.paths
+                .iter()
+                .map(|path| match std::fs::read(self.root.join(path)) {
+                    Ok(bytes) => {
+                        let mut content =
+                            String::from_utf8_lossy(&bytes[..bytes.len().min(FILE_LIMIT)]).into_owned();
+                        if bytes.len() > FILE_LIMIT {
+                            let _ =
+                                write!(content, "\n… ({} more bytes not shown)", bytes.len() - FILE_LIMIT);
+                        }
+                        FileView { path: path.clone(), missing: false, content }
+                    }
+                    Err(_) => FileView { path: path.clone(), missing: true, content: String::new() },
+                })
+                .collect()
+        })
+    }
+}
+
+impl Serialize for Files {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.views().serialize(serializer)
+    }
+}
+
 /// What the goal check concluded.
 enum GoalResult {
     Met,
@@ -288,7 +332,7 @@ impl Executor<'_> {
         round: u32,
         texts: (&str, &str),
         seat: &str,
-        files: &[FileView],
+        files: &Files,
     ) -> Result<GoalResult, RunError> {
         let requirements = self.brief_requirements();
         let context = ReviewContext {
@@ -425,8 +469,12 @@ impl Executor<'_> {
                 })
             }
             GoalResult::Met => {
-                let missing: Vec<Finding> =
-                    files.iter().filter(|f| f.missing).map(|f| missing_finding(target, &f.path)).collect();
+                let missing: Vec<Finding> = files
+                    .views()
+                    .iter()
+                    .filter(|f| f.missing)
+                    .map(|f| missing_finding(target, &f.path))
+                    .collect();
                 if missing.is_empty() {
                     self.decide(&stage.name, round, Status::Pass, "goal check: every requirement met");
                     return Ok(StageEnd::Pass);
@@ -743,21 +791,8 @@ impl Executor<'_> {
     }
 
     /// The files as a read-only seat's prompt shows them.
-    fn file_views(&self, files: &[String]) -> Vec<FileView> {
-        files
-            .iter()
-            .map(|path| match std::fs::read(self.workspace.join(path)) {
-                Ok(bytes) => {
-                    let mut content =
-                        String::from_utf8_lossy(&bytes[..bytes.len().min(FILE_LIMIT)]).into_owned();
-                    if bytes.len() > FILE_LIMIT {
-                        let _ = write!(content, "\n… ({} more bytes not shown)", bytes.len() - FILE_LIMIT);
-                    }
-                    FileView { path: path.clone(), missing: false, content }
-                }
-                Err(_) => FileView { path: path.clone(), missing: true, content: String::new() },
-            })
-            .collect()
+    fn file_views(&self, files: &[String]) -> Files {
+        Files { root: self.workspace.clone(), paths: files.to_vec(), views: std::sync::OnceLock::new() }
     }
 }
 

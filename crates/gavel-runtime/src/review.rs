@@ -18,7 +18,7 @@ use gavel_record::event::{
 use serde::Serialize;
 
 use crate::exec::{Asked, Executor, Target, with_note};
-use crate::phases::FileView;
+use crate::phases::Files;
 use crate::workflow::{Panel, Refine};
 use crate::{JudgeRound, RunError, SynthesisLine, SynthesisRound};
 
@@ -57,7 +57,7 @@ pub(crate) struct ReviewContext<'a> {
     pub(crate) requirements: &'a [String],
     pub(crate) desc: &'a str,
     pub(crate) gate: &'a str,
-    pub(crate) files: &'a [FileView],
+    pub(crate) files: &'a Files,
     pub(crate) skipped: &'a [String],
 }
 
@@ -93,7 +93,7 @@ struct VoteContext<'a> {
     round: u32,
     reviewer: &'a str,
     brief: &'a str,
-    files: &'a [FileView],
+    files: &'a Files,
     findings: Vec<FindingView>,
 }
 
@@ -103,7 +103,7 @@ struct JudgeContext<'a> {
     round: u32,
     cap: u32,
     brief: &'a str,
-    files: &'a [FileView],
+    files: &'a Files,
     history: &'a [String],
     findings: Vec<FindingView>,
     questions: &'a [rules::Question],
@@ -128,7 +128,7 @@ impl Executor<'_> {
         stage: &str,
         round: u32,
         panel: &Panel,
-        files: &[FileView],
+        files: &Files,
         refine: Option<&Refine>,
     ) -> Result<PanelVerdict, RunError> {
         let names: Vec<String> = (1..=panel.seats.len()).map(|i| format!("{stage}-{i}")).collect();
@@ -314,12 +314,13 @@ impl Executor<'_> {
     ) -> Result<crate::exec::KickbackDecision, RunError> {
         use crate::exec::KickbackDecision;
         let history = self.st().history.get(&sender.name).cloned().unwrap_or_default();
+        let no_files = Files::none();
         let context = JudgeContext {
             stage: &sender.name,
             round: count,
             cap,
             brief: self.workflow.brief.as_ref().map_or("", |b| b.body.as_str()),
-            files: &[],
+            files: &no_files,
             history: &history,
             findings: findings.iter().map(|f| view(f, &[])).collect(),
             questions: &self.workflow.judge_questions,
@@ -370,7 +371,7 @@ impl Executor<'_> {
         round: u32,
         panel: &Panel,
         names: &[String],
-        files: &[FileView],
+        files: &Files,
     ) -> Result<Reviews, RunError> {
         let requirements = self.workflow.brief.as_ref().map(|b| b.requirements.clone()).unwrap_or_default();
         let skipped = self.st().skipped.get(stage).cloned().unwrap_or_default();
@@ -474,7 +475,7 @@ impl Executor<'_> {
         panel: &Panel,
         names: &[String],
         raw: &[RawEntry],
-        files: &[FileView],
+        files: &Files,
     ) -> Result<(Vec<Finding>, BTreeMap<String, Vec<RecordedVote>>), RunError> {
         // Merge, by the merging seat; code sets severity and raised_by.
         let merger = panel.synthesise.clone().unwrap_or_else(|| panel.seats[0].clone());
