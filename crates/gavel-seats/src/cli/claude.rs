@@ -76,8 +76,8 @@ pub(super) fn parse(stdout: &str, _stderr: &str) -> Parsed {
     let mut parsed = Parsed {
         text: str_at(&result, &["result"]).map(str::to_owned),
         input_tokens: usage("input_tokens")
-            + usage("cache_read_input_tokens")
-            + usage("cache_creation_input_tokens"),
+            .saturating_add(usage("cache_read_input_tokens"))
+            .saturating_add(usage("cache_creation_input_tokens")),
         output_tokens: usage("output_tokens"),
         cost_usd: result.get("total_cost_usd").and_then(Value::as_f64),
         session: str_at(&result, &["session_id"]).map(str::to_owned),

@@ -111,8 +111,9 @@ pub(super) fn parse(stdout: &str, stderr: &str) -> Parsed {
                 item_completed(item, &mut parsed);
             }
             Some("turn.completed") => {
-                parsed.input_tokens += u64_at(&event, &["usage", "input_tokens"]);
-                parsed.output_tokens += u64_at(&event, &["usage", "output_tokens"]);
+                let usage = |key: &str| u64_at(&event, &["usage", key]);
+                parsed.input_tokens = parsed.input_tokens.saturating_add(usage("input_tokens"));
+                parsed.output_tokens = parsed.output_tokens.saturating_add(usage("output_tokens"));
             }
             Some("turn.failed") => {
                 let message = str_at(&event, &["error", "message"]).unwrap_or("the turn failed");

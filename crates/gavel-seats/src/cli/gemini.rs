@@ -78,8 +78,11 @@ pub(super) fn parse(stdout: &str, stderr: &str, access: Access) -> Parsed {
         if let Some(models) = json::at(answer, &["stats", "models"]).and_then(Value::as_object) {
             for model in models.values() {
                 let tokens = |key: &str| u64_at(model, &["tokens", key]);
-                parsed.input_tokens += tokens("prompt");
-                parsed.output_tokens += tokens("candidates") + tokens("thoughts");
+                parsed.input_tokens = parsed.input_tokens.saturating_add(tokens("prompt"));
+                parsed.output_tokens = parsed
+                    .output_tokens
+                    .saturating_add(tokens("candidates"))
+                    .saturating_add(tokens("thoughts"));
             }
         }
         parsed.denials = denials(answer, access);

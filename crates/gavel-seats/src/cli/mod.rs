@@ -659,6 +659,11 @@ fn stderr_tail(text: &str) -> String {
     let mut out = String::new();
     for line in lines.iter().rev() {
         if out.len() + line.len() > STDERR_QUOTE {
+            if out.is_empty() {
+                // One long last line (an error with a JSON body): quote its start
+                // rather than nothing.
+                out = shorten(line.trim_start(), STDERR_QUOTE);
+            }
             break;
         }
         out = if out.is_empty() { (*line).to_owned() } else { format!("{line} | {out}") };
@@ -689,6 +694,11 @@ fn is_env_name(name: &str) -> bool {
 fn check_base_url(url: &str) -> Result<String, String> {
     let url = url.trim().trim_end_matches('/');
     let rest = url.strip_prefix("http://").or_else(|| url.strip_prefix("https://"));
+    // Credentials in the URL would land in the CLI's config file (codex,
+    // opencode) and in this very message: refuse them without echoing.
+    if rest.is_some_and(|r| r.split('/').next().is_some_and(|authority| authority.contains('@'))) {
+        return Err("`base_url` must not carry credentials (`user:key@`); put the key in an environment variable and name it in `api_key_env`".to_owned());
+    }
     match rest {
         Some(rest) if !rest.is_empty() && !rest.starts_with('/') && !url.contains(char::is_whitespace) => {
             Ok(url.to_owned())

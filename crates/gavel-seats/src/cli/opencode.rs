@@ -202,9 +202,13 @@ pub(super) fn parse(stdout: &str, _stderr: &str) -> Parsed {
                     full.extend_from_slice(path);
                     u64_at(part, &full)
                 };
-                parsed.input_tokens +=
-                    tokens(&["input"]) + tokens(&["cache", "read"]) + tokens(&["cache", "write"]);
-                parsed.output_tokens += tokens(&["output"]) + tokens(&["reasoning"]);
+                let input = [&["input"][..], &["cache", "read"], &["cache", "write"]];
+                parsed.input_tokens =
+                    input.iter().map(|p| tokens(p)).fold(parsed.input_tokens, u64::saturating_add);
+                parsed.output_tokens = parsed
+                    .output_tokens
+                    .saturating_add(tokens(&["output"]))
+                    .saturating_add(tokens(&["reasoning"]));
                 if let Some(c) = part.get("cost").and_then(Value::as_f64) {
                     cost = Some(cost.unwrap_or(0.0) + c);
                 }

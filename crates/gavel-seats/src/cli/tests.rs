@@ -740,7 +740,44 @@ fn helpers() {
     assert!(!is_loopback("https://api.openai.com/v1") && !is_loopback("http://127.example.com"));
     assert_eq!(check_base_url("http://h:1/"), Ok("http://h:1".to_owned()));
     assert!(check_base_url("h:1").is_err() && check_base_url("http://").is_err());
+    // A key in the URL would be written into codex's and opencode's config
+    // files: refused, and the message does not repeat it.
+    let err = check_base_url("http://user:sk-SECRET-123@127.0.0.1:9/v1").unwrap_err();
+    assert!(err.contains("credentials") && !err.contains("sk-SECRET-123"), "{err}");
+    assert!(check_base_url("http://127.0.0.1:9/path@v1").is_ok(), "an @ in the path is not a credential");
     assert_eq!(stderr_tail("a\n\n  at x (y)\nb\n"), "a | b");
     assert_eq!(shorten("héllo", 2), "h…");
     assert!(is_env_name("_A1") && !is_env_name("1A") && !is_env_name("A-B") && !is_env_name(""));
+}
+
+#[test]
+fn absurd_token_counts_saturate_instead_of_panicking() {
+    let max = u64::MAX;
+    let claude = format!(
+        r#"{{"type":"result","subtype":"success","is_error":false,"result":"ok","usage":{{"input_tokens":{max},"cache_read_input_tokens":{max},"cache_creation_input_tokens":1,"output_tokens":1}}}}"#
+    );
+    assert_eq!(claude::parse(&claude, "").input_tokens, max);
+    let codex = format!(
+        "{{\"type\":\"turn.completed\",\"usage\":{{\"input_tokens\":{max},\"output_tokens\":{max}}}}}\n{{\"type\":\"turn.completed\",\"usage\":{{\"input_tokens\":1,\"output_tokens\":1}}}}\n"
+    );
+    let p = codex::parse(&codex, "");
+    assert_eq!((p.input_tokens, p.output_tokens), (max, max));
+    let step = format!(
+        r#"{{"type":"step_finish","part":{{"tokens":{{"input":{max},"output":{max},"reasoning":1,"cache":{{"read":1,"write":0}}}}}}}}"#
+    );
+    let p = opencode::parse(&format!("{step}\n{step}\n"), "");
+    assert_eq!((p.input_tokens, p.output_tokens), (max, max));
+    let gemini = format!(
+        r#"{{"response":"ok","stats":{{"models":{{"a":{{"tokens":{{"prompt":{max},"candidates":{max},"thoughts":1}}}},"b":{{"tokens":{{"prompt":1,"candidates":0,"thoughts":0}}}}}}}}}}"#
+    );
+    let p = gemini::parse(&gemini, "", Access::ReadOnly);
+    assert_eq!((p.input_tokens, p.output_tokens), (max, max));
+}
+
+#[test]
+fn one_long_stderr_line_is_quoted_not_dropped() {
+    let long = format!("ERROR: unexpected status 401 Unauthorized: {}", "x".repeat(STDERR_QUOTE * 2));
+    let tail = stderr_tail(&format!("starting\n{long}\n"));
+    assert!(tail.starts_with("ERROR: unexpected status 401"), "{tail}");
+    assert!(tail.len() <= STDERR_QUOTE + '…'.len_utf8(), "{}", tail.len());
 }

@@ -106,8 +106,9 @@ fn check_inside(workspace: &Path, relative: &str) -> Result<(), SeatError> {
     let mut probe = workspace.join(relative);
     loop {
         if probe.symlink_metadata().is_ok() {
-            let resolved = probe.canonicalize().unwrap_or_else(|_| probe.clone());
-            if resolved.starts_with(&root) {
+            // A link that resolves to nothing (dangling) would still be
+            // followed by the write: only a resolved path inside passes.
+            if probe.canonicalize().is_ok_and(|resolved| resolved.starts_with(&root)) {
                 return Ok(());
             }
             return Err(SeatError::Refused(format!(
@@ -144,6 +145,12 @@ pub fn current_files(request: &Request) -> String {
             out.push_str("(not a path inside the workspace)\n");
             continue;
         };
+        // Never follow a link out of the workspace: its target would be sent
+        // to the model API.
+        if check_inside(&request.workspace, &normal).is_err() {
+            out.push_str("(leads outside the workspace; not shown)\n");
+            continue;
+        }
         let target = request.workspace.join(&normal);
         match std::fs::metadata(&target) {
             Err(_) => out.push_str("(does not exist yet)\n"),
@@ -243,6 +250,31 @@ mod tests {
         let err = apply(r#"{"files":[{"path":"link/x.txt","content":"x"}]}"#, &req).unwrap_err();
         assert!(matches!(err, SeatError::Refused(_)), "{err:?}");
         assert!(!outside.path().join("x.txt").exists());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_dangling_symlink_out_of_the_workspace_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let target = outside.path().join("new.txt");
+        std::os::unix::fs::symlink(&target, dir.path().join("x.txt")).unwrap();
+        let req = request(dir.path(), &["x.txt"]);
+        let err = apply(r#"{"files":[{"path":"x.txt","content":"x"}]}"#, &req).unwrap_err();
+        assert!(matches!(err, SeatError::Refused(_)), "{err:?}");
+        assert!(!target.exists(), "written outside the workspace through a dangling link");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_file_linked_from_outside_is_not_shown_to_the_builder() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("credentials"), "aws_secret_access_key = hush").unwrap();
+        std::os::unix::fs::symlink(outside.path().join("credentials"), dir.path().join("notes.md")).unwrap();
+        let shown = current_files(&request(dir.path(), &["notes.md"]));
+        assert!(!shown.contains("hush"), "{shown}");
+        assert!(shown.contains("outside the workspace"), "{shown}");
     }
 
     #[test]

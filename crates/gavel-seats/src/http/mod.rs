@@ -502,7 +502,8 @@ impl HttpSeat {
                 return Err(SeatError::Engine(redactor.scrub(&format!("{}{tail}", failure.message))));
             }
             let wait = failure.wait.unwrap_or_else(|| self.retry.backoff(attempt - 1, &mut rng));
-            if tokio::time::Instant::now() + wait >= deadline {
+            // `checked_add`: a server may ask for a wait no clock can add.
+            if tokio::time::Instant::now().checked_add(wait).is_none_or(|end| end >= deadline) {
                 return Err(SeatError::Engine(redactor.scrub(&format!(
                     "{} (not retried: waiting {:.1} s more would pass the seat's timeout)",
                     failure.message,

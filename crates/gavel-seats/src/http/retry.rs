@@ -53,14 +53,16 @@ pub fn retry_after(headers: &HeaderMap, now: jiff::Timestamp) -> Option<Duration
         && ms.is_finite()
         && ms >= 0.0
     {
-        return Some(Duration::from_secs_f64(ms / 1000.0));
+        return Some(Duration::try_from_secs_f64(ms / 1000.0).unwrap_or(Duration::MAX));
     }
     let value = text("retry-after")?;
     if let Ok(seconds) = value.parse::<u64>() {
         return Some(Duration::from_secs(seconds));
     }
     if let Ok(seconds) = value.parse::<f64>() {
-        return (seconds.is_finite() && seconds >= 0.0).then(|| Duration::from_secs_f64(seconds));
+        // Too large for a `Duration`: as good as forever (the caller gives up).
+        return (seconds.is_finite() && seconds >= 0.0)
+            .then(|| Duration::try_from_secs_f64(seconds).unwrap_or(Duration::MAX));
     }
     let date = jiff::fmt::rfc2822::DateTimeParser::new().parse_timestamp(value).ok()?;
     let millis = date.as_millisecond().saturating_sub(now.as_millisecond());
@@ -113,6 +115,13 @@ mod tests {
         assert_eq!(retry_after(&HeaderMap::new(), now), None);
         let bad_ms = headers(&[("retry-after-ms", "NaN"), ("retry-after", "2")]);
         assert_eq!(retry_after(&bad_ms, now), Some(Duration::from_secs(2)));
+    }
+
+    #[test]
+    fn an_absurd_retry_after_does_not_panic() {
+        let now = at("2025-01-01T00:00:00Z");
+        assert_eq!(retry_after(&headers(&[("retry-after", "1e30")]), now), Some(Duration::MAX));
+        assert_eq!(retry_after(&headers(&[("retry-after-ms", "1e300")]), now), Some(Duration::MAX));
     }
 
     #[test]

@@ -270,6 +270,29 @@ async fn a_retry_after_beyond_the_timeout_gives_up_at_once() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_absurd_retry_after_gives_up_instead_of_panicking() {
+    for retry_after in ["18446744073709551615", "1e30"] {
+        let server = serve([Rule::new(FakeReply::Error {
+            status: 503,
+            body: None,
+            retry_after: Some(retry_after.to_owned()),
+        })])
+        .await;
+        let dir = tempfile::tempdir().unwrap();
+        let err = ask(
+            Flavour::Chat,
+            &server,
+            &request(RequestKind::Review, dir.path(), &[], Duration::from_secs(3)),
+        )
+        .await
+        .unwrap_err();
+        let SeatError::Engine(message) = &err else { panic!("{retry_after}: {err:?}") };
+        assert!(message.contains("503") && message.contains("timeout"), "{retry_after}: {message}");
+        assert_eq!(server.requests().len(), 1, "{retry_after}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_500_then_success_is_retried() {
     for flavour in ALL {
         let server = serve([Rule::error(500).once(), Rule::text(DECISION)]).await;
