@@ -657,7 +657,7 @@ async fn ask(
 /// used.
 fn price_known(facts: &SeatFacts<'_>, usage: Usage) -> bool {
     usage.cost_usd > 0.0
-        || usage.input_tokens + usage.output_tokens == 0
+        || (usage.input_tokens == 0 && usage.output_tokens == 0)
         || facts.entry.spec.price.is_some()
         || facts.entry.spec.model.as_deref().and_then(gavel_seats::price::lookup).is_some()
 }

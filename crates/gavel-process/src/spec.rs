@@ -52,7 +52,10 @@ impl Default for OutputLimit {
 /// `inherit`: the working directory is required, the environment starts
 /// empty, and stdin is always null. Build one with [`SpawnSpec::new`] or
 /// [`SpawnSpec::shell`] and the builder methods, or set the public fields.
-#[derive(Debug, Clone, PartialEq, Eq)]
+///
+/// Its `Debug` shows the names of `env` but never the values: engines put
+/// API keys there.
+#[derive(Clone, PartialEq, Eq)]
 pub struct SpawnSpec {
     /// The program: a path (absolute, or relative to `cwd` when it contains a
     /// `/`) or a bare name looked up on the `PATH` the child will see.
@@ -76,6 +79,24 @@ pub struct SpawnSpec {
     pub leak_wait: Duration,
     /// Bytes kept per output stream.
     pub limit: OutputLimit,
+}
+
+impl std::fmt::Debug for SpawnSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let env: Vec<String> =
+            self.env.iter().map(|(name, _)| format!("{}=[hidden]", name.to_string_lossy())).collect();
+        f.debug_struct("SpawnSpec")
+            .field("program", &self.program)
+            .field("args", &self.args)
+            .field("cwd", &self.cwd)
+            .field("env", &env)
+            .field("inherit", &self.inherit)
+            .field("timeout", &self.timeout)
+            .field("grace", &self.grace)
+            .field("leak_wait", &self.leak_wait)
+            .field("limit", &self.limit)
+            .finish()
+    }
 }
 
 impl SpawnSpec {
@@ -210,6 +231,15 @@ impl SpawnSpec {
 mod tests {
     use super::*;
     use pretty_assertions::assert_eq;
+
+    #[test]
+    fn debug_names_env_variables_but_hides_their_values() {
+        let spec = SpawnSpec::new("claude", "/ws").env("ANTHROPIC_API_KEY", "sk-ant-very-secret");
+        let shown = format!("{spec:?}");
+        assert!(shown.contains("ANTHROPIC_API_KEY=[hidden]"), "{shown}");
+        assert!(!shown.contains("sk-ant-very-secret"), "{shown}");
+        assert!(shown.contains("claude") && shown.contains("/ws"), "{shown}");
+    }
 
     fn parent(name: &str) -> Option<OsString> {
         match name {
