@@ -76,28 +76,95 @@ pub fn read_record(path: &Path) -> Result<Recording, ReadError> {
 
 /// Reads a record of event type `E` (a goal's record) at `path`.
 ///
-/// A long record is read as well as parsed in pieces, one per core: each
+/// A long record is read as well as parsed in ranges, one per core: each
 /// thread reads its own byte range of the file, and the few lines that
 /// straddle two ranges are put together afterwards.
 pub fn read_record_typed<E: RecordEvent>(path: &Path) -> Result<Recording<E>, ReadError> {
     let io = |source| ReadError::Io { path: path.to_owned(), source };
     let file = std::fs::File::open(path).map_err(io)?;
     let len = file.metadata().map_err(io)?.len();
-    let n = usize::try_from(len).map_or(1, parallelism);
+    read_in_pieces(path, &file, len, usize::try_from(len).map_or(1, parallelism))
+}
+
+/// [`read_record_typed`] with the file's `len` bytes read in `n` ranges.
+fn read_in_pieces<E: RecordEvent>(
+    path: &Path,
+    file: &std::fs::File,
+    len: u64,
+    n: usize,
+) -> Result<Recording<E>, ReadError> {
+    use std::os::unix::fs::FileExt as _;
+
+    if n > 1 {
+        let bounds = bounds(len, n);
+        let read = |i: usize| -> std::io::Result<Option<Range<E>>> {
+            let size = usize::try_from(bounds[i + 1] - bounds[i]).map_err(std::io::Error::other)?;
+            let mut buf = vec![0u8; size];
+            file.read_exact_at(&mut buf, bounds[i])?;
+            Ok(Range::parse(&buf, i == 0))
+        };
+        if let Some(recording) = in_ranges(path, n, read)? {
+            return Ok(recording);
+        }
+    }
+    let bytes = std::fs::read(path).map_err(|source| ReadError::Io { path: path.to_owned(), source })?;
+    parse_in_pieces(path, &bytes, 1)
+}
+
+/// Parses a run record's bytes; `path` only names the file in errors.
+pub fn parse_record(path: &Path, bytes: &[u8]) -> Result<Recording, ReadError> {
+    parse_record_typed(path, bytes)
+}
+
+/// Parses the bytes of a record of event type `E` (a goal's record); `path`
+/// only names the file in errors. A long record is parsed in ranges, one
+/// per core, as [`read_record_typed`] does.
+pub fn parse_record_typed<E: RecordEvent>(path: &Path, bytes: &[u8]) -> Result<Recording<E>, ReadError> {
+    parse_in_pieces(path, bytes, parallelism(bytes.len()))
+}
+
+/// [`parse_record_typed`] with the bytes cut into `n` ranges.
+fn parse_in_pieces<E: RecordEvent>(path: &Path, bytes: &[u8], n: usize) -> Result<Recording<E>, ReadError> {
+    let bounds = bounds(bytes.len() as u64, n);
+    let slice = |i: usize| {
+        let at = |b: u64| usize::try_from(b).unwrap_or(bytes.len());
+        &bytes[at(bounds[i])..at(bounds[i + 1])]
+    };
     if n > 1
-        && let Some(recording) = read_in_pieces(path, &file, len, n)?
+        && let Some(recording) = in_ranges(path, n, |i| Ok(Range::parse(slice(i), i == 0)))?
     {
         return Ok(recording);
     }
-    let bytes = std::fs::read(path).map_err(io)?;
-    parse_record_typed(path, &bytes)
+    // One range: the first never asks for a newline, so it always parses.
+    let whole = |_| Ok(Range::parse(bytes, true));
+    in_ranges(path, 1, whole)?.ok_or_else(|| ReadError::BadLine {
+        path: path.to_owned(),
+        line: 1,
+        message: "the reader failed".to_owned(),
+    })
 }
 
-/// One byte range of the file, read and parsed by its own thread.
+/// How many ranges to read a record of `len` bytes in.
+fn parallelism(len: usize) -> usize {
+    // Below a few MB a thread costs more than it saves.
+    const PER_THREAD: usize = 4 << 20;
+    if len < PER_THREAD {
+        return 1;
+    }
+    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+    cores.min(len / PER_THREAD).clamp(1, 8)
+}
+
+/// Where `n` equal byte ranges of `len` bytes begin, and the end.
+fn bounds(len: u64, n: usize) -> Vec<u64> {
+    (0..=n as u64).map(|i| len * i / n as u64).collect()
+}
+
+/// One byte range of a record, parsed on its own.
 struct Range<E> {
     /// The bytes before the range's first newline: the end of a line that
     /// began in the range before (or a whole line, when the range begins
-    /// with one).
+    /// with one). Empty in the first range.
     head: Vec<u8>,
     /// The whole lines after the head.
     body: Result<Piece<E>, (usize, String)>,
@@ -106,45 +173,48 @@ struct Range<E> {
     tail: Vec<u8>,
 }
 
-/// Reads `len` bytes of `file` in `n` ranges at once. `None` when a range
-/// holds no newline at all (a line longer than a range): the caller reads
-/// the file whole instead.
-fn read_in_pieces<E: RecordEvent>(
-    path: &Path,
-    file: &std::fs::File,
-    len: u64,
-    n: usize,
-) -> Result<Option<Recording<E>>, ReadError> {
-    use std::os::unix::fs::FileExt as _;
-
-    let bounds: Vec<u64> = (0..=n as u64).map(|i| len * i / n as u64).collect();
-    let read_range = |i: usize| -> std::io::Result<Option<Range<E>>> {
-        let size = usize::try_from(bounds[i + 1] - bounds[i]).map_err(std::io::Error::other)?;
-        let mut buf = vec![0u8; size];
-        file.read_exact_at(&mut buf, bounds[i])?;
-        let (head_end, body_start) = if i == 0 {
+impl<E: RecordEvent> Range<E> {
+    /// Splits and parses one range. `None` when a range other than the
+    /// first holds no newline at all (a line longer than a range).
+    fn parse(buf: &[u8], first: bool) -> Option<Self> {
+        let (head_end, body_start) = if first {
             (0, 0)
         } else {
-            let Some(nl) = buf.iter().position(|&b| b == b'\n') else { return Ok(None) };
+            let nl = buf.iter().position(|&b| b == b'\n')?;
             (nl, nl + 1)
         };
         // A range with no newline after its head holds no whole line: all
         // of it is the tail, continued by the next range (or torn, if last).
         let body_end =
             buf[body_start..].iter().rposition(|&b| b == b'\n').map_or(body_start, |nl| body_start + nl + 1);
-        let body = parse_piece::<E>(&buf[body_start..body_end]);
-        let tail = buf[body_end..].to_vec();
-        buf.truncate(head_end);
-        Ok(Some(Range { head: buf, body, tail }))
+        Some(Range {
+            head: buf[..head_end].to_vec(),
+            body: parse_piece(&buf[body_start..body_end]),
+            tail: buf[body_end..].to_vec(),
+        })
+    }
+}
+
+/// Gets `n` ranges from `range` (at the same time when there are several)
+/// and puts their events together in order, joining the lines that straddle
+/// two ranges. `None` when a range could not be cut at a newline.
+fn in_ranges<E: RecordEvent>(
+    path: &Path,
+    n: usize,
+    range: impl Fn(usize) -> std::io::Result<Option<Range<E>>> + Sync,
+) -> Result<Option<Recording<E>>, ReadError> {
+    let ranges: Vec<std::io::Result<Option<Range<E>>>> = if n == 1 {
+        vec![range(0)]
+    } else {
+        std::thread::scope(|scope| {
+            let range = &range;
+            let handles: Vec<_> = (0..n).map(|i| scope.spawn(move || range(i))).collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_else(|_| Err(std::io::Error::other("a reader thread failed"))))
+                .collect()
+        })
     };
-    let ranges: Vec<std::io::Result<Option<Range<E>>>> = std::thread::scope(|scope| {
-        let read_range = &read_range;
-        let handles: Vec<_> = (0..n).map(|i| scope.spawn(move || read_range(i))).collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().unwrap_or_else(|_| Err(std::io::Error::other("a reader thread failed"))))
-            .collect()
-    });
     let mut recording = Recording::default();
     let mut carry: Vec<u8> = Vec::new();
     for (i, range) in ranges.into_iter().enumerate() {
@@ -177,7 +247,8 @@ fn read_in_pieces<E: RecordEvent>(
         carry = range.tail;
     }
     if !carry.is_empty() {
-        // No newline at the end: cut short by a crash mid-write.
+        // No newline at the end: the writer writes each line with its
+        // newline in one call, so this one was cut short by a crash.
         recording.torn = Some(TornLine { line: recording.events.len() + 1, bytes: carry.len() });
     }
     Ok(Some(recording))
@@ -204,107 +275,22 @@ fn push_in_order<E>(
     Ok(())
 }
 
-/// Parses a run record's bytes; `path` only names the file in errors.
-pub fn parse_record(path: &Path, bytes: &[u8]) -> Result<Recording, ReadError> {
-    parse_record_typed(path, bytes)
-}
-
-/// Parses the bytes of a record of event type `E` (a goal's record); `path`
-/// only names the file in errors.
-///
-/// A long record is cut at line boundaries into one piece per core and the
-/// pieces are parsed at the same time: reading JSON is nearly all of what
-/// `status` and `resume` spend on a long run.
-pub fn parse_record_typed<E: RecordEvent>(path: &Path, bytes: &[u8]) -> Result<Recording<E>, ReadError> {
-    parse_in_pieces(path, bytes, parallelism(bytes.len()))
-}
-
-/// [`parse_record_typed`] with the bytes cut into `n` pieces.
-fn parse_in_pieces<E: RecordEvent>(path: &Path, bytes: &[u8], n: usize) -> Result<Recording<E>, ReadError> {
-    let pieces = split_at_lines(bytes, n);
-    let parsed: Vec<Result<Piece<E>, (usize, String)>> = if pieces.len() == 1 {
-        vec![parse_piece(bytes)]
-    } else {
-        std::thread::scope(|scope| {
-            let handles: Vec<_> =
-                pieces.iter().map(|piece| scope.spawn(move || parse_piece::<E>(piece))).collect();
-            handles
-                .into_iter()
-                .map(|h| h.join().unwrap_or_else(|_| Err((1, "the reader failed".to_owned()))))
-                .collect()
-        })
-    };
-    let mut recording = Recording::default();
-    let mut lines_before = 0usize;
-    for result in parsed {
-        let piece = result.map_err(|(line, message)| ReadError::BadLine {
-            path: path.to_owned(),
-            line: lines_before + line,
-            message,
-        })?;
-        for envelope in piece.events {
-            push_in_order(path, &mut recording, envelope)?;
-        }
-        lines_before = recording.events.len();
-        recording.valid_len += piece.whole_bytes as u64;
-        if let Some(bytes) = piece.torn {
-            recording.torn = Some(TornLine { line: lines_before + 1, bytes });
-        }
-    }
-    Ok(recording)
-}
-
-/// How many pieces to read a record of `len` bytes in.
-fn parallelism(len: usize) -> usize {
-    // Below a few MB a thread costs more than it saves.
-    const PER_THREAD: usize = 4 << 20;
-    if len < PER_THREAD {
-        return 1;
-    }
-    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
-    cores.min(len / PER_THREAD).clamp(1, 8)
-}
-
-/// Cuts `bytes` into about `n` pieces, each ending just after a newline
-/// (the last one wherever the bytes end).
-fn split_at_lines(bytes: &[u8], n: usize) -> Vec<&[u8]> {
-    let mut pieces = Vec::with_capacity(n);
-    let mut start = 0;
-    for i in 1..n {
-        let target = (bytes.len() * i / n).max(start);
-        let Some(nl) = bytes[target..].iter().position(|&b| b == b'\n') else { break };
-        let end = target + nl + 1;
-        pieces.push(&bytes[start..end]);
-        start = end;
-    }
-    pieces.push(&bytes[start..]);
-    pieces
-}
-
-/// One piece's events, read without looking at `seq` (the caller checks it
-/// across pieces).
+/// One range's whole lines, read without looking at `seq` (the caller
+/// checks it across ranges).
 struct Piece<E> {
     events: Vec<Envelope<E>>,
     whole_bytes: usize,
-    torn: Option<usize>,
 }
 
-/// Reads the lines of one piece; an error carries the piece's 1-based line.
+/// Reads whole lines (`bytes` ends with a newline, or is empty); an error
+/// carries the piece's 1-based line.
 fn parse_piece<E: RecordEvent>(bytes: &[u8]) -> Result<Piece<E>, (usize, String)> {
-    let mut piece = Piece { events: Vec::new(), whole_bytes: 0, torn: None };
-    let mut start = 0usize;
-    while start < bytes.len() {
-        let Some(len) = bytes[start..].iter().position(|&b| b == b'\n') else {
-            // No newline: the writer writes each line with its newline in one
-            // call, so this line was cut short by a crash.
-            piece.torn = Some(bytes.len() - start);
-            break;
-        };
-        let line = &bytes[start..start + len];
-        let envelope = parse_line::<E>(line).map_err(|message| (piece.events.len() + 1, message))?;
+    let mut piece = Piece { events: Vec::new(), whole_bytes: 0 };
+    for line in bytes.split_inclusive(|&b| b == b'\n') {
+        let text = line.strip_suffix(b"\n").unwrap_or(line);
+        let envelope = parse_line::<E>(text).map_err(|message| (piece.events.len() + 1, message))?;
         piece.events.push(envelope);
-        start += len + 1;
-        piece.whole_bytes = start;
+        piece.whole_bytes += line.len();
     }
     Ok(piece)
 }
@@ -409,9 +395,7 @@ mod tests {
             let one = summary(parse_in_pieces(&file_path, bytes, 1));
             let file = std::fs::File::open(&file_path).unwrap();
             for n in 2..=7 {
-                let read = read_in_pieces::<Event>(&file_path, &file, bytes.len() as u64, n)
-                    .transpose()
-                    .expect("every range holds a newline");
+                let read = read_in_pieces::<Event>(&file_path, &file, bytes.len() as u64, n);
                 assert_eq!(summary(read), one, "{n} ranges");
             }
         }
