@@ -407,19 +407,7 @@ fn engine_line(engine: Engine, probes: &HashMap<(Engine, String), Probe>) -> Eng
 
 /// A seat spec with only `engine` (and `model`) set.
 fn bare_spec(engine: Engine, model: Option<&str>) -> SeatSpec {
-    SeatSpec {
-        engine,
-        model: model.map(str::to_owned),
-        family: None,
-        executable: None,
-        base_url: None,
-        api_key_env: None,
-        env: BTreeMap::new(),
-        timeout: None,
-        script: None,
-        prompts: BTreeMap::new(),
-        price: None,
-    }
+    SeatSpec { model: model.map(str::to_owned), ..SeatSpec::new(engine) }
 }
 
 /// A probe's problem without the install hint it ends with (doctor gives

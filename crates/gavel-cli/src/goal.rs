@@ -346,17 +346,8 @@ fn new(args: &NewArgs, style: &Style) -> Result<i32, GoalError> {
         )));
     }
     let judge_seat = args.judge_script.as_ref().map(|script| gavel_domain::SeatSpec {
-        engine: gavel_domain::Engine::Script,
-        model: None,
-        family: None,
-        executable: None,
-        base_url: None,
-        api_key_env: None,
-        env: std::collections::BTreeMap::new(),
-        timeout: None,
         script: Some(script.clone()),
-        prompts: std::collections::BTreeMap::new(),
-        price: None,
+        ..gavel_domain::SeatSpec::new(gavel_domain::Engine::Script)
     });
     if evaluator.uses_judge() && judge_seat.is_none() && criteria.iter().any(Criterion::is_fuzzy) {
         return Err(GoalError::Refused(format!(

@@ -100,6 +100,27 @@ pub struct SeatSpec {
     pub price: Option<Price>,
 }
 
+impl SeatSpec {
+    /// A seat on `engine` with every other key unset, for specs built in
+    /// code: set the keys you need with struct update syntax,
+    /// `SeatSpec { model: Some(..), ..SeatSpec::new(engine) }`.
+    pub fn new(engine: Engine) -> Self {
+        Self {
+            engine,
+            model: None,
+            family: None,
+            executable: None,
+            base_url: None,
+            api_key_env: None,
+            env: BTreeMap::new(),
+            timeout: None,
+            script: None,
+            prompts: BTreeMap::new(),
+            price: None,
+        }
+    }
+}
+
 /// A model's price in USD per million tokens.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

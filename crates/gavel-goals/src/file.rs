@@ -826,19 +826,7 @@ evaluator: deterministic    # deterministic | hybrid (judge fuzzy criteria) | ju
             ],
             constraints: Constraints { allowed_paths: Some(vec!["src/**".into(), "docs/".into()]) },
             evaluator: EvaluatorKind::Hybrid,
-            judge_seat: Some(SeatSpec {
-                engine: Engine::Script,
-                model: None,
-                family: None,
-                executable: None,
-                base_url: None,
-                api_key_env: None,
-                env: BTreeMap::new(),
-                timeout: None,
-                script: Some("judge.toml".into()),
-                prompts: BTreeMap::new(),
-                price: None,
-            }),
+            judge_seat: Some(SeatSpec { script: Some("judge.toml".into()), ..SeatSpec::new(Engine::Script) }),
             stop_hook: StopHookOptions { stuck_after: 4, max_blocks: 2 },
         };
         let text = render(&goal);

@@ -2,7 +2,6 @@
 //! installed), the installed CLIs, seats and requests built the way the
 //! runtime builds them, and the fake model server with its log.
 
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -174,17 +173,11 @@ pub fn assert_key_sent(server: &FakeModel) {
 /// `api_key_env`.
 pub fn spec(engine: Engine, model: &str, url: &str) -> SeatSpec {
     SeatSpec {
-        engine,
         model: Some(model.to_owned()),
-        family: None,
         executable: Some(cli(engine).to_string_lossy().into_owned()),
         base_url: Some(url.to_owned()),
         api_key_env: Some(KEY_VAR.to_owned()),
-        env: BTreeMap::new(),
-        timeout: None,
-        script: None,
-        prompts: BTreeMap::new(),
-        price: None,
+        ..SeatSpec::new(engine)
     }
 }
 

@@ -3,8 +3,6 @@
 //! (real output of the pinned CLIs against a fake model API on loopback).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::collections::BTreeMap;
-
 use gavel_domain::RequestKind;
 use gavel_process::Output;
 use pretty_assertions::assert_eq;
@@ -42,19 +40,7 @@ fn finished(f: &Fixture) -> Finished {
 }
 
 fn spec(engine: Engine, model: Option<&str>) -> SeatSpec {
-    SeatSpec {
-        engine,
-        model: model.map(str::to_owned),
-        family: Some("test".into()),
-        executable: None,
-        base_url: None,
-        api_key_env: None,
-        env: BTreeMap::new(),
-        timeout: None,
-        script: None,
-        prompts: BTreeMap::new(),
-        price: None,
-    }
+    SeatSpec { model: model.map(str::to_owned), family: Some("test".into()), ..SeatSpec::new(engine) }
 }
 
 fn seat(engine: Engine, model: Option<&str>) -> CliSeat {

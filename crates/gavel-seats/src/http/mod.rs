@@ -651,23 +651,13 @@ impl Seat for HttpSeat {
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-    use std::collections::BTreeMap;
-
     use super::*;
 
     fn spec(engine: Engine, model: Option<&str>, base_url: Option<&str>) -> SeatSpec {
         SeatSpec {
-            engine,
             model: model.map(str::to_owned),
-            family: None,
-            executable: None,
             base_url: base_url.map(str::to_owned),
-            api_key_env: None,
-            env: BTreeMap::new(),
-            timeout: None,
-            script: None,
-            prompts: BTreeMap::new(),
-            price: None,
+            ..SeatSpec::new(engine)
         }
     }
 

@@ -82,17 +82,12 @@ impl Rig {
             env.insert((*k).to_owned(), (*v).to_owned());
         }
         let spec = SeatSpec {
-            engine,
             model: model.map(str::to_owned),
             family: Some("test".into()),
             executable: Some(self.dir.path().join("stand-in").to_string_lossy().into_owned()),
             base_url: Some("http://127.0.0.1:9".into()),
-            api_key_env: None,
             env,
-            timeout: None,
-            script: None,
-            prompts: BTreeMap::new(),
-            price: None,
+            ..SeatSpec::new(engine)
         };
         CliSeat::from_spec("stand-in", &spec, self.dir.path()).unwrap().with_key(Secret::new(KEY_VAR, KEY))
     }
@@ -259,17 +254,9 @@ async fn a_stalled_cli_is_stopped_at_the_timeout() {
 async fn a_missing_binary_or_key_is_explained() {
     let rig = Rig::new();
     let mut spec = SeatSpec {
-        engine: Engine::Claude,
-        model: None,
         family: Some("anthropic".into()),
         executable: Some("/nonexistent/claude".into()),
-        base_url: None,
-        api_key_env: None,
-        env: BTreeMap::new(),
-        timeout: None,
-        script: None,
-        prompts: BTreeMap::new(),
-        price: None,
+        ..SeatSpec::new(Engine::Claude)
     };
     let seat = CliSeat::from_spec("c", &spec, Path::new("/")).unwrap().with_key(Secret::new(KEY_VAR, KEY));
     let err = ask(&seat, &rig.request(Access::ReadOnly)).await.unwrap_err();

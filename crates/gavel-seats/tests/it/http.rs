@@ -71,17 +71,10 @@ impl Flavour {
             Flavour::Chat => (Engine::Openai, format!("{url}/v1")),
         };
         SeatSpec {
-            engine,
             model: Some(self.model().to_owned()),
-            family: None,
-            executable: None,
             base_url: Some(base_url),
-            api_key_env: None,
             env,
-            timeout: None,
-            script: None,
-            prompts: BTreeMap::new(),
-            price: None,
+            ..SeatSpec::new(engine)
         }
     }
 
