@@ -344,3 +344,18 @@ pub fn snapshot_settings(dirs: &[(&Path, &str)]) -> insta::Settings {
     }
     settings
 }
+
+/// A fake model server that refuses every request with a 401 whose body
+/// echoes `key`, as some proxies do: errors must not repeat it.
+pub fn server_refusing_key(key: &str) -> gavel_test_support::FakeModel {
+    let body = serde_json::json!({
+        "type": "error",
+        "error": {"type": "authentication_error", "message": format!("invalid x-api-key {key}")}
+    })
+    .to_string();
+    let refuse = gavel_test_support::FakeReply::Error { status: 401, body: Some(body), retry_after: None };
+    gavel_test_support::FakeModel::start_blocking(gavel_test_support::FakeScript::new([
+        gavel_test_support::Rule::new(refuse),
+    ]))
+    .unwrap()
+}

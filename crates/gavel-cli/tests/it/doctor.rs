@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use gavel_test_support::{Api, FakeModel, FakeReply, FakeScript, Match, Rule};
+use gavel_test_support::{Api, FakeModel, FakeScript, Match, Rule};
 use serde_json::{Value, json};
 
 use crate::common::{Out, gavel_cmd, output, tempdir};
@@ -292,15 +292,7 @@ fn the_seat_table_shows_results_errors_and_hints() {
 
 #[test]
 fn a_refused_key_and_a_timeout_are_explained() {
-    // The server echoes the key in its 401 body, as some proxies do.
-    let body = json!({"type": "error", "error": {"type": "authentication_error", "message": format!("invalid x-api-key {KEY}")}})
-        .to_string();
-    let server = FakeModel::start_blocking(FakeScript::new([Rule::new(FakeReply::Error {
-        status: 401,
-        body: Some(body),
-        retry_after: None,
-    })]))
-    .unwrap();
+    let server = crate::common::server_refusing_key(KEY);
     let dir = tempdir();
     let seats = format!(
         r#"api = {{ engine = "anthropic", model = "claude-sonnet-4-5", base_url = "{}", api_key_env = "{KEY_VAR}" }}"#,

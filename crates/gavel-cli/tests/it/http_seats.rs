@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use gavel_test_support::{FakeModel, FakeReply, FakeScript, Match, Rule};
+use gavel_test_support::{FakeModel, FakeScript, Match, Rule};
 use serde_json::json;
 
 use crate::common::{gavel_cmd, output};
@@ -124,15 +124,7 @@ fn api_seats_build_and_review_and_keep_the_key_out_of_everything() {
 
 #[test]
 fn a_refused_key_is_an_engine_error_that_does_not_repeat_the_key() {
-    // The server echoes the key in its 401 body, as some proxies do.
-    let body = json!({"type": "error", "error": {"type": "authentication_error", "message": format!("invalid x-api-key {KEY}")}})
-        .to_string();
-    let server = FakeModel::start_blocking(FakeScript::new([Rule::new(FakeReply::Error {
-        status: 401,
-        body: Some(body),
-        retry_after: None,
-    })]))
-    .unwrap();
+    let server = crate::common::server_refusing_key(KEY);
     let dir = tempfile::tempdir().unwrap();
     let wf = workflow(dir.path(), &server.url());
     let out = run(dir.path(), &wf);
