@@ -1,0 +1,18 @@
+//! The file boundary: every byte gavel writes for a seat and every user file
+//! it reads goes through here.
+//!
+//! - [`write`]: one guarded write path for files any seat or worker
+//!   produces: paths are resolved component by component without following
+//!   a symbolic link out of the workspace; gavel's own state (`.gavel/`) and
+//!   git's (`.git/`) are refused; bytes land by temp file, fsync, rename and
+//!   a sync of the folder, so a failed write never leaves a truncated file.
+//! - [`read`]: bounded reads of user files (workflows, briefs, scripts,
+//!   answers, goal files, prompts): a regular file under a documented size
+//!   limit, or a clear error in milliseconds, never an endless read of a
+//!   device or a hang on a FIFO.
+//!
+//! It must not know about seats, stages or the record: callers turn its
+//! errors into their own.
+
+pub mod read;
+pub mod write;

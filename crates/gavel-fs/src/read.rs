@@ -1,0 +1,1 @@
+//! Bounded reads of user files (to be filled in).

@@ -1,0 +1,1 @@
+//! Guarded, atomic writes inside a workspace (to be filled in).
