@@ -355,7 +355,10 @@ impl Guard {
                 match at.symlink_metadata() {
                     Ok(meta) if meta.is_dir() => {}
                     _ => {
-                        return Err(format!("`{}` is no longer a folder", part.as_os_str().to_string_lossy()));
+                        return Err(format!(
+                            "`{}` is no longer a folder",
+                            part.as_os_str().to_string_lossy()
+                        ));
                     }
                 }
             }
