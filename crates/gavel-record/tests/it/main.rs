@@ -197,11 +197,7 @@ fn a_record_changed_by_something_else_is_never_appended_to() {
             },
             "but gavel has written",
         ),
-        (
-            "emptied",
-            |p| std::fs::write(p, "").unwrap(),
-            "it is 0 bytes long, but gavel has written",
-        ),
+        ("emptied", |p| std::fs::write(p, "").unwrap(), "it is 0 bytes long, but gavel has written"),
     ];
     for (what, damage, words) in cases {
         let dir = tempfile::tempdir().unwrap();
