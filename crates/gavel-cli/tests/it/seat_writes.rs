@@ -63,7 +63,8 @@ fn seat_errors(events: &[Value]) -> Vec<String> {
 #[test]
 fn a_builder_aiming_at_the_record_is_refused_and_the_record_stays_readable() {
     // (writes, the file the script writes as well, a link to make first, words of the error)
-    let cases: [(&str, &str, Option<(&str, &str)>, &str); 5] = [
+    type Case = (&'static str, &'static str, Option<(&'static str, &'static str)>, &'static str);
+    let cases: [Case; 5] = [
         (r#""page.md""#, ".gavel/runs/aim/events.jsonl", None, "it lies under `.gavel/`"),
         (r#""page.md""#, "./.gavel/runs/aim/events.jsonl", None, "it lies under `.gavel/`"),
         (r#""page.md""#, "a/../.gavel/runs/aim/events.jsonl", None, "it climbs out with `..`"),
@@ -110,7 +111,7 @@ fn a_builder_aiming_at_the_record_is_refused_and_the_record_stays_readable() {
 fn a_write_over_the_file_size_limit_keeps_the_old_bytes_and_leaves_no_temp_file() {
     let ws = tempdir();
     let files = tempdir();
-    let old: String = (0..200).map(|i| format!("line {i} of the user's page\n")).collect();
+    let old: String = (0..200).map(|i| format!("line {i} of the user's page")).collect::<Vec<_>>().join("\n");
     assert!(old.len() > 4096 && old.len() < 8192);
     std::fs::write(ws.path().join("page.md"), &old).unwrap();
     let big = "x".repeat(20_000);
