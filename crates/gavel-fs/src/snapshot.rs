@@ -9,9 +9,9 @@
 //!   rewrite with the same bytes is no change. Symbolic links are compared
 //!   as links (their target text) and never followed; folders by type and
 //!   mode.
-//! - **Old bytes** of regular files are copied into a scratch folder
-//!   (`std::fs::copy`, which reflinks where the file system can; in
-//!   `.gavel/` when it exists, so on the same file system) within a
+//! - **Old bytes** of regular files are copied into a scratch folder in
+//!   the system's temp folder, outside the workspace (`std::fs::copy`, which
+//!   reflinks where the file system can), within a
 //!   [`Budget`]: at most [`Budget::per_file`] for one file and
 //!   [`Budget::total`] in all, smallest files first (most files restorable
 //!   per byte). A changed file that was over budget is reported as changed
@@ -24,6 +24,10 @@
 //!   The rest of `.git/` (config, hooks, refs, index) is watched.
 //! - **Parallel requests**: what another request's [`WriteScope`] may write,
 //!   when it overlapped this one in time, is neither blamed nor undone.
+//! - **Allowed files stay files**: a file the request may write that it
+//!   turned into a symbolic link leading out of the workspace (or into
+//!   `.gavel/` or `.git/`), or into a FIFO or device, is undone too: gavel
+//!   reads the built files next.
 //! - **Undoing**: created entries are removed (deepest first), deleted and
 //!   retyped ones recreated (parents first) with their old mode, modified
 //!   files rewritten atomically from the saved bytes with their old mode,
@@ -136,6 +140,9 @@ pub enum Change {
     ModeChanged,
     /// A file became a folder, a link, ... or the other way round.
     TypeChanged,
+    /// A file it may write became a symbolic link that leads out of the
+    /// workspace (or into `.gavel/` or `.git/`), or a FIFO or device.
+    LinkedOut,
 }
 
 impl fmt::Display for Change {
@@ -146,6 +153,7 @@ impl fmt::Display for Change {
             Change::Deleted => "deleted",
             Change::ModeChanged => "mode changed",
             Change::TypeChanged => "replaced by another kind of entry",
+            Change::LinkedOut => "made a symbolic link out of the workspace or a special file",
         })
     }
 }
@@ -228,12 +236,10 @@ impl Guard {
         let root = workspace.canonicalize()?;
         let writes: Vec<String> = writes.iter().filter_map(|w| normalise(w).ok()).collect();
         let scope = WriteScope::enter(&root, &writes);
-        let gavel_dir = root.join(".gavel");
-        let scratch = if gavel_dir.symlink_metadata().is_ok_and(|m| m.is_dir()) {
-            tempfile::Builder::new().prefix("snapshot-").tempdir_in(&gavel_dir)
-        } else {
-            tempfile::Builder::new().prefix("gavel-snapshot-").tempdir()
-        }?;
+        // Outside the workspace, where an agent confined to it (codex's
+        // sandbox, claude's edit rules) cannot reach the copies it would be
+        // restored from.
+        let scratch = tempfile::Builder::new().prefix("gavel-snapshot-").tempdir()?;
         let mut entries = walk(&root, scratch.path())?;
         save(&root, &mut entries, scratch.path(), budget);
         Ok(Guard { root, writes, entries, budget, scratch, scope })
@@ -253,6 +259,7 @@ impl Guard {
     /// outside `writes` (and outside what overlapping requests may write).
     pub fn finish(self) -> io::Result<Report> {
         let now = walk(&self.root, self.scratch.path())?;
+        let workspace = crate::write::Workspace::new(&self.root).ok();
         let mut allowed: BTreeSet<String> = self.writes.iter().cloned().collect();
         allowed.extend(self.scope.others());
         let is_allowed = |rel: &Path, dir_now: bool| {
@@ -277,6 +284,12 @@ impl Guard {
             let dir_now = now.get(path).is_some_and(|e| e.kind == Kind::Dir);
             if !is_allowed(path, dir_now) {
                 found.push((path.clone(), change));
+            } else if now.get(path).is_some_and(|e| matches!(e.kind, Kind::Link(_) | Kind::Other))
+                && workspace.as_ref().is_none_or(|ws| path.to_str().is_none_or(|p| ws.check(p).is_err()))
+            {
+                // An allowed file turned into a link out of the workspace (or
+                // a FIFO): gavel would read it when it looks at the built files.
+                found.push((path.clone(), Change::LinkedOut));
             }
         }
         Ok(Report { changes: self.undo(&found, &now) })
@@ -316,7 +329,7 @@ impl Guard {
         let mut result: BTreeMap<PathBuf, Undo> = BTreeMap::new();
         // 1. Remove what is there and should not be: deepest first.
         for (path, change) in found.iter().rev() {
-            if matches!(change, Change::Created | Change::TypeChanged) {
+            if matches!(change, Change::Created | Change::TypeChanged | Change::LinkedOut) {
                 let kind = now.get(path).map(|e| &e.kind);
                 if let Err(why) = self.remove(path, kind) {
                     result.insert(path.clone(), Undo::NotRestorable(why));
@@ -330,7 +343,9 @@ impl Guard {
             }
             let outcome = match change {
                 Change::Created => Ok(()),
-                Change::Deleted | Change::TypeChanged | Change::Modified => self.recreate(path),
+                Change::Deleted | Change::TypeChanged | Change::Modified | Change::LinkedOut => {
+                    self.recreate(path)
+                }
                 Change::ModeChanged => self.set_mode(path),
             };
             result.insert(path.clone(), outcome.map_or_else(Undo::NotRestorable, |()| Undo::Restored));

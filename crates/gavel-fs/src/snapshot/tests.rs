@@ -263,3 +263,44 @@ fn a_restore_never_writes_through_a_folder_turned_link() {
     assert_eq!(read(root, "docs/a.md"), "a");
     assert!(std::fs::read_dir(outside.path()).unwrap().next().is_none());
 }
+
+#[test]
+fn an_allowed_file_turned_into_a_link_out_is_undone() {
+    let ws = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let root = ws.path();
+    write(outside.path(), "secret", "outside");
+    write(root, "page.md", "old page");
+    write(root, "other.md", "inside");
+    write(root, ".gavel/runs/r/events.jsonl", "record\n");
+    let allowed = writes(&["page.md", "new.md", "inside.md", "state.md", "pipe"]);
+    let guard = Guard::take(root, &allowed, Budget::DEFAULT).unwrap();
+
+    std::fs::remove_file(root.join("page.md")).unwrap();
+    symlink(outside.path().join("secret"), root.join("page.md")).unwrap();
+    symlink("/etc/hostname", root.join("new.md")).unwrap();
+    symlink(".gavel/runs/r/events.jsonl", root.join("state.md")).unwrap();
+    symlink("other.md", root.join("inside.md")).unwrap();
+    nix::unistd::mkfifo(&root.join("pipe"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+
+    let report = guard.finish().unwrap();
+    assert_eq!(
+        summary(&report),
+        [
+            ("new.md".into(), Change::LinkedOut, true),
+            ("page.md".into(), Change::LinkedOut, true),
+            ("pipe".into(), Change::LinkedOut, true),
+            ("state.md".into(), Change::LinkedOut, true),
+        ]
+    );
+    assert_eq!(read(root, "page.md"), "old page");
+    assert!(root.join("page.md").symlink_metadata().unwrap().is_file());
+    for gone in ["new.md", "state.md", "pipe"] {
+        assert!(root.join(gone).symlink_metadata().is_err(), "{gone}");
+    }
+    assert_eq!(
+        std::fs::read_link(root.join("inside.md")).unwrap(),
+        Path::new("other.md"),
+        "a link inside stays"
+    );
+}
