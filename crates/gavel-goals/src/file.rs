@@ -312,6 +312,12 @@ fn check_glob_path(glob: &str) -> Result<(), String> {
     if glob.split('/').any(|part| part == "..") {
         return Err("climbs out with `..`; globs are relative to the project root".to_owned());
     }
+    // The same folders no seat may write: gavel's own state and git's.
+    if let Some(part) = glob.split('/').find(|part| gavel_fs::write::reserved(part).is_some()) {
+        return Err(format!(
+            "lies under `{part}/`, which holds gavel's or git's own files; the work may not change it"
+        ));
+    }
     Ok(())
 }
 
@@ -866,6 +872,13 @@ evaluator: deterministic    # deterministic | hybrid (judge fuzzy criteria) | ju
         );
         assert_eq!(e.line, 8, "{e}");
         assert!(e.message.contains("../up"), "{e}");
+        for glob in [".git/hooks/**", "./.gavel/**", "sub/.GIT/config", ".gavel/"] {
+            let e = err(&format!(
+                "id: retries\ntitle: t\ncriteria:\n  - id: AC1\n    text: x\n    command: c\nconstraints:\n  allowed_paths: [\"ok/**\", \"{glob}\"]\n"
+            ));
+            assert_eq!((e.line, e.column), (8, 28), "{glob}: {e}");
+            assert!(e.message.contains("gavel's or git's own files"), "{glob}: {e}");
+        }
 
         let e = err("id: retries\ntitle: t\ncriteria:\n  - id: AC1\n    text: x\nevaluator: hybrid\n");
         assert_eq!(e.line, 6, "{e}");

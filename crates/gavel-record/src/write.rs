@@ -3,7 +3,10 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::Write as _;
+use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
+
+use gavel_fs::scope::{Owned, own};
 
 use jiff::{Timestamp, Unit};
 
@@ -46,6 +49,17 @@ pub enum WriteError {
         #[source]
         source: std::io::Error,
     },
+    /// The file on disk is no longer the one this writer has been appending
+    /// to: deleted, replaced, truncated or appended to by another program.
+    #[error(
+        "the record {path} was changed by something other than gavel ({what}); gavel stopped rather than append to a damaged or deleted record. Put the record back as it was (from a backup or a copy), then `gavel resume` the run, or start a new run"
+    )]
+    Changed {
+        /// The record's path.
+        path: PathBuf,
+        /// What is different.
+        what: String,
+    },
     /// An earlier append failed; the writer refuses more so no gap can appear.
     #[error(
         "the record {path} could not be written earlier in this process; resume the run once the cause is fixed"
@@ -76,6 +90,12 @@ pub struct RecordWriter<E = Event> {
     durability: Durability,
     poisoned: bool,
     crash_after: Option<u64>,
+    /// The record file's identity when opened: every append checks that
+    /// the path still names this very file.
+    identity: (u64, u64),
+    /// The record and its lock, registered so a workspace snapshot around
+    /// an agent CLI never takes gavel's own appends for the agent's.
+    _owned: [Owned; 2],
     _lock: RunLock,
     _events: std::marker::PhantomData<fn(E)>,
 }
@@ -122,6 +142,8 @@ impl<E: RecordEvent> RecordWriter<E> {
         }
         Ok(Self {
             path: path.to_owned(),
+            identity: identity(path, &file)?,
+            _owned: owned(path),
             file,
             len: 0,
             next_seq: 1,
@@ -152,6 +174,8 @@ impl<E: RecordEvent> RecordWriter<E> {
         }
         Ok(Self {
             path: path.to_owned(),
+            identity: identity(path, &file)?,
+            _owned: owned(path),
             file,
             len: recording.valid_len,
             next_seq: recording.events.last().map_or(1, |e| e.seq + 1),
@@ -195,6 +219,10 @@ impl<E: RecordEvent> RecordWriter<E> {
         if self.poisoned {
             return Err(WriteError::Poisoned { path: self.path.clone() });
         }
+        if let Some(what) = self.changed_behind_our_back() {
+            self.poisoned = true;
+            return Err(WriteError::Changed { path: self.path.clone(), what });
+        }
         let envelope = Envelope { v: FORMAT_VERSION, seq: self.next_seq, at, event };
         // One buffer, one write: a crash leaves at most one torn line at the end.
         let mut line = serde_json::to_vec(&envelope).map_err(|e| io(&self.path, e.into()))?;
@@ -215,6 +243,36 @@ impl<E: RecordEvent> RecordWriter<E> {
         Ok(envelope)
     }
 
+    /// What is wrong with the record file, if it is no longer exactly what
+    /// this writer wrote: the path gone or naming another file, the open
+    /// file unlinked, or a length other than the bytes appended. Two `stat`
+    /// calls, a few microseconds.
+    fn changed_behind_our_back(&self) -> Option<String> {
+        match std::fs::metadata(&self.path) {
+            Ok(meta) if (meta.dev(), meta.ino()) == self.identity => {}
+            Ok(_) => return Some("it was replaced by another file".to_owned()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Some("it was moved or deleted".to_owned());
+            }
+            Err(e) => return Some(format!("it cannot be examined: {e}")),
+        }
+        let open = match self.file.metadata() {
+            Ok(meta) => meta,
+            Err(e) => return Some(format!("it cannot be examined: {e}")),
+        };
+        if open.nlink() == 0 {
+            return Some("it was deleted".to_owned());
+        }
+        if open.len() != self.len {
+            return Some(format!(
+                "it is {} bytes long, but gavel has written {} bytes to it",
+                open.len(),
+                self.len
+            ));
+        }
+        None
+    }
+
     fn write_durably(&mut self, line: &[u8], sync: bool) -> std::io::Result<()> {
         self.file.write_all(line)?;
         if sync {
@@ -226,6 +284,17 @@ impl<E: RecordEvent> RecordWriter<E> {
 
 fn crash_after() -> Option<u64> {
     std::env::var(CRASH_AFTER_SEQ_ENV).ok().and_then(|v| v.trim().parse().ok())
+}
+
+/// The (device, inode) of the open record file.
+fn identity(path: &Path, file: &File) -> Result<(u64, u64), WriteError> {
+    let meta = file.metadata().map_err(|source| io(path, source))?;
+    Ok((meta.dev(), meta.ino()))
+}
+
+/// Registers the record and its lock as gavel's own files.
+fn owned(path: &Path) -> [Owned; 2] {
+    [own(path), own(&RunLock::path_for(path))]
 }
 
 fn open_append(path: &Path) -> Result<File, WriteError> {

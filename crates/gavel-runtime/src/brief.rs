@@ -71,7 +71,7 @@ impl Brief {
                 let offset = text.find(file.as_str()).unwrap_or(0);
                 return Err(Box::new(
                     Located::new(path, &text, offset..offset + file.len(), format!("`{file}` {why}"))
-                        .with_hint("list paths relative to the workspace"),
+                        .with_hint(crate::workflow::WRITES_HINT),
                 ));
             }
         }

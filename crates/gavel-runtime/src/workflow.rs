@@ -6,7 +6,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Range;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -1021,11 +1021,7 @@ impl Compiler<'_> {
                     let mut out = Vec::new();
                     for path in list.get_ref() {
                         check_relative(path.get_ref()).map_err(|why| {
-                            self.err(
-                                path.span(),
-                                format!("`{}` {why}", path.get_ref()),
-                                "write a path relative to the workspace, e.g. \"docs/page.md\"",
-                            )
+                            self.err(path.span(), format!("`{}` {why}", path.get_ref()), WRITES_HINT)
                         })?;
                         out.push(path.get_ref().clone());
                     }
@@ -1447,19 +1443,24 @@ fn check_name(name: &str) -> Result<(), &'static str> {
 }
 
 /// A workspace path must stay inside the workspace.
-pub fn check_relative(path: &str) -> Result<(), &'static str> {
-    let p = Path::new(path);
-    if path.trim().is_empty() {
-        return Err("is empty");
-    }
-    if p.is_absolute() {
-        return Err("is absolute; it must stay inside the workspace");
-    }
-    if p.components().any(|c| matches!(c, Component::ParentDir)) {
-        return Err("leaves the workspace with `..`");
-    }
-    Ok(())
+pub fn check_relative(path: &str) -> Result<(), String> {
+    use gavel_fs::write::Refusal;
+    // The same rule the write path applies when a seat's files land: a
+    // `writes` entry it would refuse is refused here, before anything runs.
+    gavel_fs::write::normalise(path).map(drop).map_err(|why| match why {
+        Refusal::Empty => "is empty: it names no file".to_owned(),
+        Refusal::Absolute => "is absolute; it must stay inside the workspace".to_owned(),
+        Refusal::ParentDir => "leaves the workspace with `..`".to_owned(),
+        Refusal::Reserved(part) => {
+            format!("lies under `{part}/`, which holds gavel's or git's own files; no seat may write there")
+        }
+        other => other.to_string(),
+    })
 }
+
+/// What a `writes` entry (or a brief's `files` entry) may be, for hints.
+pub const WRITES_HINT: &str =
+    "write a path relative to the workspace, outside `.gavel/` and `.git/`, e.g. \"docs/page.md\"";
 
 fn known<'a>(what: &str, names: impl Iterator<Item = &'a String>) -> String {
     let names: Vec<&str> = names.map(String::as_str).collect();

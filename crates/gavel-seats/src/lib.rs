@@ -13,6 +13,7 @@ pub mod http;
 pub mod price;
 pub mod script;
 pub mod secret;
+pub mod written;
 
 use std::fmt;
 use std::future::Future;

@@ -3,7 +3,7 @@
 //! repeats. Deterministic, so every example and test runs offline.
 
 use std::collections::BTreeMap;
-use std::path::{Component, Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use gavel_domain::{Access, Engine, Family, Located, RequestKind, SeatSpec, Usage};
@@ -266,9 +266,10 @@ impl Seat for ScriptSeat {
                         self.name, request.kind
                     )));
                 }
-                for (path, content) in &turn.files {
-                    write_inside(&request.workspace, path, content)?;
-                }
+                // Checked all before any is written, like an API builder's reply.
+                let files: Vec<(String, String)> =
+                    turn.files.iter().map(|(path, content)| (path.clone(), content.clone())).collect();
+                crate::written::check_and_write(request, &files, &format!("script seat `{}`", self.name))?;
             }
             let text = turn.reply.as_ref().map(ReplyValue::text).unwrap_or_default();
             Ok(Reply {
@@ -279,26 +280,6 @@ impl Seat for ScriptSeat {
             })
         })
     }
-}
-
-/// Writes `content` to `relative` inside `workspace`, refusing any path that
-/// could land outside it.
-pub fn write_inside(workspace: &Path, relative: &str, content: &str) -> Result<PathBuf, SeatError> {
-    let rel = Path::new(relative);
-    let escapes = rel.components().any(|c| !matches!(c, Component::Normal(_) | Component::CurDir));
-    if relative.is_empty() || escapes {
-        return Err(SeatError::Refused(format!(
-            "`{relative}` is not a path inside the workspace; use a relative path without `..`"
-        )));
-    }
-    let target = workspace.join(rel);
-    if let Some(dir) = target.parent() {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| SeatError::Engine(format!("cannot create {}: {e}", dir.display())))?;
-    }
-    std::fs::write(&target, content)
-        .map_err(|e| SeatError::Engine(format!("cannot write {}: {e}", target.display())))?;
-    Ok(target)
 }
 
 #[cfg(test)]
@@ -381,13 +362,106 @@ error = "connection reset"
         assert!(!dir.path().join("a.md").exists());
     }
 
+    /// A seat whose one `write` turn writes `files`.
+    fn writer(files: &[(&str, &str)]) -> ScriptSeat {
+        let turn = Turn {
+            reply: Some(ReplyValue::Text("done".into())),
+            files: files.iter().map(|(p, c)| ((*p).to_owned(), (*c).to_owned())).collect(),
+            ..Turn::default()
+        };
+        ScriptSeat::new(
+            "w",
+            None,
+            Script { family: None, queues: BTreeMap::from([(RequestKind::Write, vec![turn])]) },
+        )
+    }
+
+    async fn write_turn(
+        files: &[(&str, &str)],
+        workspace: &Path,
+        writes: &[&str],
+    ) -> Result<Reply, SeatError> {
+        let mut req = request(RequestKind::Write, 0, workspace);
+        req.writes = writes.iter().map(|w| (*w).to_owned()).collect();
+        writer(files).answer(&req).await
+    }
+
     #[tokio::test]
-    async fn paths_outside_the_workspace_are_refused() {
+    async fn bad_paths_are_refused_and_nothing_is_written() {
         let dir = tempfile::tempdir().unwrap();
-        for bad in ["../escape.md", "/etc/passwd", "a/../../b", ""] {
-            assert!(matches!(write_inside(dir.path(), bad, "x"), Err(SeatError::Refused(_))), "{bad}");
+        for bad in [
+            "../escape.md",
+            "/etc/passwd",
+            "a/../../b",
+            "",
+            "./.gavel/runs/r/events.jsonl",
+            ".gavel/runs/r/events.jsonl",
+            "a/../.gavel/x",
+            ".git/hooks/pre-commit",
+            ".//.git/config",
+            "sub/.git/hooks/x",
+            ".GIT/config",
+        ] {
+            // `0.md` sorts first: all-or-nothing means it is not written either.
+            let err = write_turn(&[("0.md", "ok"), (bad, "x")], dir.path(), &[]).await.unwrap_err();
+            let SeatError::Refused(message) = &err else { panic!("{bad}: {err:?}") };
+            assert!(message.contains(&format!("cannot write `{bad}`")), "{message}");
+            assert!(message.contains("outside `.gavel/` and `.git/`"), "says what is allowed: {message}");
+            assert!(!dir.path().join("0.md").exists(), "{bad}: nothing written");
         }
-        assert!(write_inside(dir.path(), "docs/ok.md", "x").is_ok());
+        assert!(std::fs::read_dir(dir.path()).unwrap().next().is_none());
+    }
+
+    #[tokio::test]
+    async fn links_out_of_the_workspace_or_into_gavel_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let ws = dir.path();
+        std::fs::write(outside.path().join("secret"), "keep").unwrap();
+        std::os::unix::fs::symlink(outside.path().join("secret"), ws.join("file-link.md")).unwrap();
+        std::os::unix::fs::symlink(outside.path(), ws.join("dir-link")).unwrap();
+        std::os::unix::fs::symlink(outside.path().join("new.md"), ws.join("dangling.md")).unwrap();
+        std::fs::create_dir_all(ws.join(".gavel/runs/r")).unwrap();
+        std::fs::write(ws.join(".gavel/runs/r/events.jsonl"), "record\n").unwrap();
+        std::os::unix::fs::symlink(".gavel", ws.join("state")).unwrap();
+        for (bad, why) in [
+            ("file-link.md", "leads outside the workspace"),
+            ("dir-link/x.md", "leads outside the workspace"),
+            ("dangling.md", "points at nothing"),
+            ("state/runs/r/events.jsonl", "leads into `.gavel/` or `.git/`"),
+        ] {
+            let err = write_turn(&[(bad, "x")], ws, &[bad]).await.unwrap_err();
+            let SeatError::Refused(message) = &err else { panic!("{bad}: {err:?}") };
+            assert!(message.contains(why), "{bad}: {message}");
+        }
+        assert_eq!(std::fs::read_to_string(outside.path().join("secret")).unwrap(), "keep");
+        assert!(!outside.path().join("x.md").exists() && !outside.path().join("new.md").exists());
+        assert_eq!(std::fs::read_to_string(ws.join(".gavel/runs/r/events.jsonl")).unwrap(), "record\n");
+    }
+
+    #[tokio::test]
+    async fn a_link_that_stays_inside_is_written_through() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("real")).unwrap();
+        std::os::unix::fs::symlink("real", dir.path().join("docs")).unwrap();
+        write_turn(&[("docs/page.md", "through")], dir.path(), &["docs/page.md"]).await.unwrap();
+        assert_eq!(std::fs::read_to_string(dir.path().join("real/page.md")).unwrap(), "through");
+    }
+
+    #[tokio::test]
+    async fn with_writes_a_file_outside_them_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let err =
+            write_turn(&[("page.md", "p"), ("other.md", "o")], dir.path(), &["./page.md"]).await.unwrap_err();
+        assert_eq!(
+            err,
+            SeatError::Refused(
+                "script seat `w` asked to write `other.md`, which is not among the files this request may write (`./page.md`); nothing was written".into()
+            )
+        );
+        assert!(!dir.path().join("page.md").exists());
+        write_turn(&[("page.md", "p")], dir.path(), &["./page.md"]).await.unwrap();
+        assert_eq!(std::fs::read_to_string(dir.path().join("page.md")).unwrap(), "p");
     }
 
     #[test]

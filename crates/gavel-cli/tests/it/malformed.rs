@@ -12,6 +12,7 @@
 //! | `bad-queue.toml` | its script seat has a `[[reveiw]]` queue | `seats/bad-queue.toml:7:3` |
 //! | `two-kinds.toml` | a stage with `agent` and `run` | 7:1 (the stage) |
 //! | `escape.toml` | `writes = ["../escape.md"]` | 10:11 |
+//! | `gavel-state.toml` | `writes = ["./.gavel/runs/r/events.jsonl"]` | 10:11 |
 
 use std::path::Path;
 
@@ -20,7 +21,7 @@ use pretty_assertions::assert_eq;
 use crate::common::{copy_dir, fixture, gavel_in, snapshot_settings, tempdir};
 
 /// (workflow file, the location its error must name, words the message must have)
-const CASES: [(&str, &str, &str); 7] = [
+const CASES: [(&str, &str, &str); 8] = [
     ("syntax.toml", "syntax.toml:9:9", "quoted"),
     ("unknown-key.toml", "unknown-key.toml:9:1", "agnet"),
     ("unknown-role.toml", "unknown-role.toml:9:9", "ghost"),
@@ -28,6 +29,7 @@ const CASES: [(&str, &str, &str); 7] = [
     ("bad-queue.toml", "bad-queue.toml:7:3", "reveiw"),
     ("two-kinds.toml", "two-kinds.toml:7:1", "kind"),
     ("escape.toml", "escape.toml:10:11", "../escape.md"),
+    ("gavel-state.toml", "gavel-state.toml:10:11", "lies under `.gavel/`"),
 ];
 
 /// A copy of the malformed fixtures and an empty workspace beside it.
@@ -118,11 +120,87 @@ fn bad_flags_are_invalid_input() {
 fn error_messages_read_well() {
     let setup = setup();
     let settings = snapshot_settings(&[(&setup.files, "[FILES]"), (&setup.workspace, "[WS]")]);
-    for (file, name) in
-        [("unknown-key.toml", "unknown_key"), ("bad-queue.toml", "bad_queue"), ("escape.toml", "escape")]
-    {
+    for (file, name) in [
+        ("unknown-key.toml", "unknown_key"),
+        ("bad-queue.toml", "bad_queue"),
+        ("escape.toml", "escape"),
+        ("gavel-state.toml", "gavel_state"),
+    ] {
         let out = gavel_in(&setup.files, args!["check", file]);
         assert_eq!(out.code, 2);
         settings.bind(|| insta::assert_snapshot!(format!("malformed_{name}"), out.stderr));
+    }
+}
+
+/// A workflow whose one builder stage writes `entry` (TOML-quoted as is).
+fn writes_workflow(entry: &str) -> String {
+    format!(
+        "name = \"bad\"\nbrief = \"brief.md\"\n\n[seats]\nwriter = {{ engine = \"script\", script = \"seats/writer.toml\" }}\n\n[[stage]]\nname = \"page\"\nagent = \"writer\"\nwrites = [\"ok.md\", {entry}]\n"
+    )
+}
+
+#[test]
+fn check_refuses_writes_that_no_seat_may_write() {
+    let setup = setup();
+    // (the entry as written in TOML, the message after `file:10:COL: `)
+    let cases = [
+        (
+            r#"".gavel/runs/r/events.jsonl""#,
+            "`.gavel/runs/r/events.jsonl` lies under `.gavel/`, which holds gavel's or git's own files; no seat may write there",
+        ),
+        (
+            r#""./.gavel/runs/r/events.jsonl""#,
+            "`./.gavel/runs/r/events.jsonl` lies under `.gavel/`, which holds gavel's or git's own files; no seat may write there",
+        ),
+        (
+            r#"".//.git/config""#,
+            "`.//.git/config` lies under `.git/`, which holds gavel's or git's own files; no seat may write there",
+        ),
+        (
+            r#"".git/hooks/pre-commit""#,
+            "`.git/hooks/pre-commit` lies under `.git/`, which holds gavel's or git's own files; no seat may write there",
+        ),
+        (
+            r#""sub/.GIT/hooks/x""#,
+            "`sub/.GIT/hooks/x` lies under `.GIT/`, which holds gavel's or git's own files; no seat may write there",
+        ),
+        (r#""a/../.gavel/x""#, "`a/../.gavel/x` leaves the workspace with `..`"),
+        (r#""/etc/passwd""#, "`/etc/passwd` is absolute; it must stay inside the workspace"),
+        (r#""""#, "`` is empty: it names no file"),
+        (r#""./""#, "`./` is empty: it names no file"),
+        (r#""docs/""#, "`docs/` ends with `/`: name a file, not a folder"),
+    ];
+    for (entry, message) in cases {
+        std::fs::write(setup.files.join("w.toml"), writes_workflow(entry)).expect("write the workflow");
+        let out = gavel_in(&setup.files, args!["check", "w.toml"]);
+        assert_eq!(out.code, 2, "{entry}: {}", out.stderr);
+        // The entry's column: after `writes = ["ok.md", `.
+        let first = out.stderr.lines().next().unwrap_or_default();
+        assert_eq!(first, format!("  × w.toml:10:20: {message}"), "{entry}");
+        assert!(
+            out.stderr.contains(r#"hint: write a path relative to the workspace, outside `.gavel/` and `.git/`, e.g. "docs/page.md""#),
+            "{entry}: {}",
+            out.stderr
+        );
+        let run = gavel_in(&setup.files, args!["run", "w.toml", "--workspace", setup.workspace]);
+        assert_eq!(run.code, 2, "{entry}: gavel run");
+        assert!(is_empty(&setup.workspace), "{entry}: nothing ran");
+    }
+}
+
+#[test]
+fn a_brief_s_files_follow_the_same_rule() {
+    let setup = setup();
+    let workflow = "name = \"bad\"\nbrief = \"b.md\"\n\n[seats]\nwriter = { engine = \"script\", script = \"seats/writer.toml\" }\n\n[[stage]]\nname = \"page\"\nagent = \"writer\"\n";
+    std::fs::write(setup.files.join("w.toml"), workflow).expect("write the workflow");
+    for (files, location, message) in [
+        ("[.gavel/x.md]", "b.md:2:9", "`.gavel/x.md` lies under `.gavel/`"),
+        ("[page.md, ./.git/config]", "b.md:2:18", "`./.git/config` lies under `.git/`"),
+    ] {
+        std::fs::write(setup.files.join("b.md"), format!("---\nfiles: {files}\n---\nWrite it.\n"))
+            .expect("brief");
+        let out = gavel_in(&setup.files, args!["check", "w.toml"]);
+        assert_eq!(out.code, 2, "{files}: {}", out.stderr);
+        assert!(out.stderr.contains(&format!("{location}: {message}")), "{files}: {}", out.stderr);
     }
 }

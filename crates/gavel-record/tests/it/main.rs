@@ -165,6 +165,77 @@ fn a_second_writer_is_refused_while_the_first_holds_the_run() {
     assert!(RunLock::acquire(&path).is_ok());
 }
 
+/// What `damage` does to the record between two appends, and the words
+/// the writer's refusal must hold.
+type Damage = (&'static str, fn(&Path), &'static str);
+
+#[test]
+fn a_record_changed_by_something_else_is_never_appended_to() {
+    let cases: [Damage; 5] = [
+        ("deleted", |p| std::fs::remove_file(p).unwrap(), "it was moved or deleted"),
+        (
+            "replaced by a rewritten copy",
+            |p| {
+                let bytes = std::fs::read(p).unwrap();
+                let copy = p.with_extension("copy");
+                std::fs::write(&copy, &bytes[..bytes.len() / 2]).unwrap();
+                std::fs::rename(&copy, p).unwrap();
+            },
+            "it was replaced by another file",
+        ),
+        (
+            "truncated in place",
+            |p| std::fs::File::options().write(true).open(p).unwrap().set_len(10).unwrap(),
+            "it is 10 bytes long, but gavel has written",
+        ),
+        (
+            "appended to by another program",
+            |p| {
+                use std::io::Write as _;
+                let mut f = std::fs::File::options().append(true).open(p).unwrap();
+                f.write_all(b"{\"forged\":true}\n").unwrap();
+            },
+            "but gavel has written",
+        ),
+        ("emptied", |p| std::fs::write(p, "").unwrap(), "it is 0 bytes long, but gavel has written"),
+    ];
+    for (what, damage, words) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("events.jsonl");
+        let mut writer = RecordWriter::create(&path, Durability::Synced).unwrap();
+        let mut events = sample_events().into_iter();
+        writer.append(events.next().unwrap()).unwrap();
+        writer.append(events.next().unwrap()).unwrap();
+        damage(&path);
+        let after = std::fs::read(&path).ok();
+        let err = writer.append(events.next().unwrap()).unwrap_err();
+        let message = err.to_string();
+        assert!(matches!(err, WriteError::Changed { .. }), "{what}: {err:?}");
+        assert!(message.contains("was changed by something other than gavel"), "{what}: {message}");
+        assert!(message.contains(words), "{what}: {message}");
+        assert_eq!(std::fs::read(&path).ok(), after, "{what}: nothing was appended");
+        // The writer stays stopped.
+        assert!(writer.append(events.next().unwrap()).is_err(), "{what}");
+    }
+}
+
+#[test]
+fn a_resumed_writer_checks_the_record_it_resumed() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("events.jsonl");
+    let mut writer = RecordWriter::create(&path, Durability::Synced).unwrap();
+    let mut events = sample_events().into_iter();
+    writer.append(events.next().unwrap()).unwrap();
+    drop(writer);
+    let lock = RunLock::acquire(&path).unwrap();
+    let recording = read_record(&path).unwrap();
+    let mut writer = RecordWriter::resume(&path, lock, &recording, Durability::Synced).unwrap();
+    writer.append(events.next().unwrap()).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    let err = writer.append(events.next().unwrap()).unwrap_err();
+    assert!(matches!(err, WriteError::Changed { .. }), "{err:?}");
+}
+
 #[test]
 fn a_new_run_never_appends_to_an_existing_record() {
     let dir = tempfile::tempdir().unwrap();

@@ -17,6 +17,11 @@
 //!   CLI edit files inside the workspace only; every other request runs the
 //!   CLI read-only. No engine gets an unsandboxed shell: only codex runs
 //!   commands, inside its own sandbox.
+//! - **Writes are checked after the fact**: around a request that may
+//!   write, a snapshot of the workspace (`gavel_fs::snapshot`) is compared
+//!   with the workspace after it; anything created, modified, deleted or
+//!   re-moded outside the request's `writes` is undone and the request fails
+//!   with an engine error naming every file (its answer is discarded).
 //! - **Exit codes are not trusted alone**: an error payload is an engine
 //!   error whatever the exit code, and a denied tool call is a
 //!   [`SeatError::Refused`] even when the CLI exited 0 with an answer.
@@ -47,6 +52,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use gavel_domain::{Access, Engine, Family, Price, SeatSpec, Usage};
+use gavel_fs::snapshot::{Budget, Guard};
 use gavel_process::{Finished, Outcome, OutputLimit, SpawnError, SpawnSpec};
 
 use crate::secret::{Redactor, Secret};
@@ -398,13 +404,77 @@ impl CliSeat {
             })?;
             spec = Self::via_stdin(spec, &file).map_err(|e| self.spawn_failed(&e, &redactor))?;
         }
+        // A CLI edits files with its own tools: watch the workspace around a
+        // request that may write, and undo what lands outside its `writes`.
+        let guard = match request.access {
+            Access::MayWrite => Some(self.snapshot(request).await?),
+            Access::ReadOnly => None,
+        };
         let finished = gavel_process::run(spec).await.map_err(|e| self.spawn_failed(&e, &redactor))?;
         let outcome = self.judge(&finished, request, key.as_ref().map(Secret::source), &redactor);
         drop(scratch);
+        if let Some(guard) = guard {
+            self.undo_outside_writes(guard, request, &outcome).await.map_err(|e| match e {
+                SeatError::Engine(message) => SeatError::Engine(redactor.scrub(&message)),
+                other => other,
+            })?;
+        }
         outcome.map(|mut reply| {
             reply.duration = started.elapsed();
             reply
         })
+    }
+
+    /// A snapshot of the request's workspace, taken off the async threads.
+    async fn snapshot(&self, request: &Request) -> Result<Guard, SeatError> {
+        let (workspace, writes) = (request.workspace.clone(), request.writes.clone());
+        let taken =
+            tokio::task::spawn_blocking(move || Guard::take(&workspace, &writes, Budget::DEFAULT)).await;
+        match taken {
+            Ok(Ok(guard)) => Ok(guard),
+            Ok(Err(e)) => Err(SeatError::Engine(format!(
+                "{}: cannot take a snapshot of the workspace {} before the request, so its changes could not be checked; nothing was run: {e}",
+                self.engine,
+                request.workspace.display()
+            ))),
+            Err(e) => Err(SeatError::Engine(format!("{}: the workspace snapshot failed: {e}", self.engine))),
+        }
+    }
+
+    /// Compares the workspace with `guard`'s snapshot; a change outside the
+    /// request's `writes` is undone and the request fails with an engine
+    /// error naming every file (the seat's answer is discarded).
+    async fn undo_outside_writes(
+        &self,
+        guard: Guard,
+        request: &Request,
+        outcome: &Result<Reply, SeatError>,
+    ) -> Result<(), SeatError> {
+        let engine = self.engine;
+        let report = match tokio::task::spawn_blocking(move || guard.finish()).await {
+            Ok(Ok(report)) => report,
+            Ok(Err(e)) => {
+                return Err(SeatError::Engine(format!(
+                    "{engine}: cannot compare the workspace {} with its state before the request: {e}",
+                    request.workspace.display()
+                )));
+            }
+            Err(e) => {
+                return Err(SeatError::Engine(format!("{engine}: the workspace comparison failed: {e}")));
+            }
+        };
+        if report.is_clean() {
+            return Ok(());
+        }
+        let also = match outcome {
+            Ok(_) => String::new(),
+            Err(e) => format!(" (the seat had also failed: {e})"),
+        };
+        Err(SeatError::Engine(format!(
+            "{engine}: the seat changed files outside those this request may write ({}); its answer was discarded and gavel undid what it could: {}{also}",
+            crate::written::list(&request.writes),
+            report.describe()
+        )))
     }
 
     fn spawn_failed(&self, err: &SpawnError, redactor: &Redactor) -> SeatError {

@@ -3,16 +3,20 @@
 //!
 //! Every file is checked before any is written: its path must be one of the
 //! request's `writes` (compared after normalising `./` and doubled slashes)
-//! and must stay inside the workspace, symbolic links included. One bad path
-//! refuses the whole reply and nothing is written.
+//! and must stay inside the workspace, symbolic links included, outside
+//! `.gavel/` and `.git/`. One bad path refuses the whole reply and nothing
+//! is written. The writes go through the same guarded, atomic path as every
+//! other seat's (see [`crate::written`]).
 
 use std::fmt::Write as _;
-use std::path::{Component, Path, PathBuf};
+use std::path::PathBuf;
+
+use gavel_fs::write::{Refusal, WriteError};
 
 use gavel_domain::reply::first_json_object;
 use serde_json::Value;
 
-use crate::script::write_inside;
+use crate::written::{self, Planned};
 use crate::{Request, SeatError};
 
 /// The reply shape a builder is asked for, for messages.
@@ -21,28 +25,17 @@ pub const SHAPE: &str = r#"{"files":[{"path":"<relative path>","content":"<the w
 /// The longest file whose current content is shown to a builder.
 const SHOW_LIMIT: u64 = 256 * 1024;
 
+/// Who writes, in messages.
+const WHO: &str = "the builder";
+
 /// `path` in its plain relative form (`./a//b` → `a/b`), or `None` when it
-/// is not a relative path that stays inside (absolute, `..`, empty).
+/// may not be written (absolute, `..`, empty, under `.gavel/` or `.git/`).
 pub fn normalise(path: &str) -> Option<String> {
-    let mut parts = Vec::new();
-    for component in Path::new(path.trim()).components() {
-        match component {
-            Component::Normal(part) => parts.push(part.to_str()?),
-            Component::CurDir => {}
-            Component::ParentDir | Component::RootDir | Component::Prefix(_) => return None,
-        }
-    }
-    (!parts.is_empty()).then(|| parts.join("/"))
+    gavel_fs::write::normalise(path).ok()
 }
 
 /// One file a builder asked gavel to write.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PlannedFile {
-    /// The normalised relative path.
-    pub path: String,
-    /// The whole new content.
-    pub content: String,
-}
+pub type PlannedFile = Planned;
 
 /// Reads the `files` of a builder reply and checks every path against the
 /// request, writing nothing.
@@ -61,8 +54,7 @@ pub fn plan(text: &str, request: &Request) -> Result<Vec<PlannedFile>, SeatError
     let Some(files) = files.as_array() else {
         return Err(SeatError::Engine(format!("the builder's `files` is not a list; write {SHAPE}")));
     };
-    let allowed: Vec<String> = request.writes.iter().filter_map(|w| normalise(w)).collect();
-    let mut planned: Vec<PlannedFile> = Vec::with_capacity(files.len());
+    let mut pairs: Vec<(String, String)> = Vec::with_capacity(files.len());
     for (index, entry) in files.iter().enumerate() {
         let (Some(path), Some(content)) =
             (entry.get("path").and_then(Value::as_str), entry.get("content").and_then(Value::as_str))
@@ -72,63 +64,25 @@ pub fn plan(text: &str, request: &Request) -> Result<Vec<PlannedFile>, SeatError
                 index + 1
             )));
         };
-        let Some(normal) = normalise(path).filter(|p| allowed.contains(p)) else {
-            return Err(SeatError::Refused(format!(
-                "the builder asked to write `{path}`, which is not among the files this request may write ({}); nothing was written",
-                list(&request.writes)
-            )));
-        };
-        if planned.iter().any(|p| p.path == normal) {
-            return Err(SeatError::Engine(format!(
-                "the builder's `files` names `{normal}` twice; give each file once, with its whole content"
-            )));
-        }
-        check_inside(&request.workspace, &normal)?;
-        planned.push(PlannedFile { path: normal, content: content.to_owned() });
+        pairs.push((path.to_owned(), content.to_owned()));
     }
-    Ok(planned)
+    // An API builder may write only the request's files: with no `writes`,
+    // nothing at all.
+    if request.writes.is_empty()
+        && let Some((path, _)) = pairs.first()
+    {
+        return Err(SeatError::Refused(format!(
+            "the builder asked to write `{path}`, which is not among the files this request may write (none); nothing was written"
+        )));
+    }
+    written::check(request, &pairs, WHO)
 }
 
 /// Reads, checks and writes a builder reply's files; nothing is written
 /// unless every path passes. Returns the paths written.
 pub fn apply(text: &str, request: &Request) -> Result<Vec<PathBuf>, SeatError> {
     let planned = plan(text, request)?;
-    planned.iter().map(|file| write_inside(&request.workspace, &file.path, &file.content)).collect()
-}
-
-/// Refuses a path that would land outside the workspace through a symbolic
-/// link: the nearest existing ancestor of the target (the target itself
-/// included) must resolve inside the workspace.
-fn check_inside(workspace: &Path, relative: &str) -> Result<(), SeatError> {
-    let root = workspace
-        .canonicalize()
-        .map_err(|e| SeatError::Engine(format!("cannot read the workspace {}: {e}", workspace.display())))?;
-    let mut probe = workspace.join(relative);
-    loop {
-        if probe.symlink_metadata().is_ok() {
-            // A link that resolves to nothing (dangling) would still be
-            // followed by the write: only a resolved path inside passes.
-            if probe.canonicalize().is_ok_and(|resolved| resolved.starts_with(&root)) {
-                return Ok(());
-            }
-            return Err(SeatError::Refused(format!(
-                "the builder asked to write `{relative}`, which leads outside the workspace (through {}); nothing was written",
-                probe.display()
-            )));
-        }
-        if !probe.pop() {
-            return Ok(());
-        }
-    }
-}
-
-/// `writes` for a message: `a`, `b`, or "none".
-fn list(writes: &[String]) -> String {
-    if writes.is_empty() {
-        "none".to_owned()
-    } else {
-        writes.iter().map(|w| format!("`{w}`")).collect::<Vec<_>>().join(", ")
-    }
+    written::write(request, &planned, WHO)
 }
 
 /// The section added to a builder's prompt: the files it may write and, for
@@ -142,16 +96,22 @@ pub fn current_files(request: &Request) -> String {
     for path in &request.writes {
         let _ = write!(out, "\n### `{path}`\n\n");
         let Some(normal) = normalise(path) else {
-            out.push_str("(not a path inside the workspace)\n");
+            out.push_str("(not a path this request may write)\n");
             continue;
         };
         // Never follow a link out of the workspace: its target would be sent
         // to the model API.
-        if check_inside(&request.workspace, &normal).is_err() {
-            out.push_str("(leads outside the workspace; not shown)\n");
-            continue;
-        }
-        let target = request.workspace.join(&normal);
+        let target = match gavel_fs::write::check(&request.workspace, &normal) {
+            Ok(target) => target.path(),
+            Err(WriteError::Refused { reason: Refusal::NotAFile(what), .. }) => {
+                let _ = writeln!(out, "(is {what}, not a regular file)");
+                continue;
+            }
+            Err(_) => {
+                out.push_str("(leads outside the workspace or into `.gavel/` or `.git/`; not shown)\n");
+                continue;
+            }
+        };
         match std::fs::metadata(&target) {
             Err(_) => out.push_str("(does not exist yet)\n"),
             Ok(meta) if !meta.is_file() => out.push_str("(not a regular file)\n"),
@@ -184,6 +144,7 @@ fn fence_for(content: &str) -> String {
 mod tests {
     #![allow(clippy::unwrap_used)]
 
+    use std::path::Path;
     use std::time::Duration;
 
     use gavel_domain::RequestKind;
@@ -275,6 +236,38 @@ mod tests {
         let shown = current_files(&request(dir.path(), &["notes.md"]));
         assert!(!shown.contains("hush"), "{shown}");
         assert!(shown.contains("outside the workspace"), "{shown}");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn gavel_and_git_are_refused_even_when_writes_names_them() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join(".gavel/runs/r")).unwrap();
+        std::fs::write(dir.path().join(".gavel/runs/r/events.jsonl"), "record\n").unwrap();
+        std::os::unix::fs::symlink(".gavel/runs", dir.path().join("runs")).unwrap();
+        for bad in [
+            "./.gavel/runs/r/events.jsonl",
+            "a/../.gavel/runs/r/events.jsonl",
+            "runs/r/events.jsonl",
+            ".git/hooks/pre-commit",
+            "sub/.git/config",
+        ] {
+            let req = request(dir.path(), &[bad, "ok.md"]);
+            let text =
+                format!(r#"{{"files":[{{"path":"ok.md","content":"x"}},{{"path":"{bad}","content":""}}]}}"#);
+            let err = apply(&text, &req).unwrap_err();
+            let SeatError::Refused(message) = &err else { panic!("{bad}: {err:?}") };
+            assert!(message.contains(&format!("`{bad}`")), "{message}");
+            assert!(message.contains("`.gavel/`"), "{message}");
+            assert!(!dir.path().join("ok.md").exists(), "{bad}: nothing written");
+        }
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join(".gavel/runs/r/events.jsonl")).unwrap(),
+            "record\n"
+        );
+        assert!(!dir.path().join(".git").exists());
+        let shown = current_files(&request(dir.path(), &["runs/r/events.jsonl"]));
+        assert!(!shown.contains("record"), "{shown}");
     }
 
     #[test]

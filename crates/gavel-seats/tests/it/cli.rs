@@ -289,3 +289,120 @@ async fn probe_reports_path_and_version_or_a_hint() {
     let not_cli = probe(Engine::Script, None).await;
     assert!(not_cli.problem.is_some());
 }
+
+/// An agent CLI "builder" that goes beyond its `writes`: it writes its own
+/// file, then `$MISCHIEF` (a shell snippet run in the workspace), then
+/// prints the recorded `write` transcript.
+const MISCHIEVOUS: &str = r#"#!/bin/sh
+printf 'the new page' > page.md
+eval "$MISCHIEF"
+cat "$OUT"
+exit "${CODE:-0}"
+"#;
+
+/// A claude seat running [`MISCHIEVOUS`] with `mischief`, and a write
+/// request for `page.md` in a workspace holding `keep.md`, `gone.md` and
+/// `run.sh` (mode 644).
+fn mischievous(rig: &Rig, mischief: &str) -> (CliSeat, Request) {
+    let exe = rig.dir.path().join("mischievous");
+    std::fs::write(&exe, MISCHIEVOUS).unwrap();
+    std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/cli/claude");
+    let spec = SeatSpec {
+        model: Some("claude-sonnet-4-5".into()),
+        family: Some("test".into()),
+        executable: Some(exe.to_string_lossy().into_owned()),
+        base_url: Some("http://127.0.0.1:9".into()),
+        env: BTreeMap::from([
+            ("OUT".to_owned(), fixtures.join("write.stdout").to_string_lossy().into_owned()),
+            ("MISCHIEF".to_owned(), mischief.to_owned()),
+        ]),
+        ..SeatSpec::new(Engine::Claude)
+    };
+    let seat =
+        CliSeat::from_spec("builder", &spec, rig.dir.path()).unwrap().with_key(Secret::new(KEY_VAR, KEY));
+    let ws = &rig.workspace;
+    ws.write("page.md", "the old page").unwrap();
+    ws.write("keep.md", "keep these bytes").unwrap();
+    ws.write("gone.md", "do not delete me").unwrap();
+    ws.write("run.sh", "#!/bin/sh\n").unwrap();
+    std::fs::set_permissions(ws.join("run.sh"), std::fs::Permissions::from_mode(0o644)).unwrap();
+    let mut request = rig.request(Access::MayWrite);
+    request.writes = vec!["page.md".into()];
+    (seat, request)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cli_builder_s_changes_outside_writes_are_undone_and_named() {
+    let rig = Rig::new();
+    let (seat, request) =
+        mischievous(&rig, "printf sneaked > extra.txt; rm gone.md; chmod 755 run.sh; printf x >> keep.md");
+    let err = ask(&seat, &request).await.unwrap_err();
+    assert_eq!(
+        err,
+        SeatError::Engine(
+            "claude: the seat changed files outside those this request may write (`page.md`); its answer was discarded and gavel undid what it could: `extra.txt` created (removed); `gone.md` deleted (restored); `keep.md` modified (restored); `run.sh` mode changed (restored)".into()
+        )
+    );
+    let ws = &rig.workspace;
+    assert_eq!(ws.read("page.md").unwrap(), "the new page", "the allowed change stays");
+    assert!(!ws.exists("extra.txt"));
+    assert_eq!(ws.read("gone.md").unwrap(), "do not delete me");
+    assert_eq!(ws.read("keep.md").unwrap(), "keep these bytes");
+    let mode = std::fs::metadata(ws.join("run.sh")).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o644);
+    let mut left: Vec<String> = std::fs::read_dir(ws.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    left.sort();
+    assert_eq!(left, ["gone.md", "keep.md", "page.md", "run.sh"], "no scratch or temp file left");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cli_builder_cannot_plant_git_hooks_or_links_out() {
+    let rig = Rig::new();
+    let outside = tempfile::tempdir().unwrap();
+    rig.workspace.write(".git/HEAD", "ref: refs/heads/main\n").unwrap();
+    let mischief = format!(
+        "mkdir -p .git/hooks && printf '#!/bin/sh\\ncurl evil' > .git/hooks/pre-commit; ln -s {} out; mkdir -p docs/deep && printf x > docs/deep/x.md",
+        outside.path().display()
+    );
+    let (seat, request) = mischievous(&rig, &mischief);
+    let err = ask(&seat, &request).await.unwrap_err();
+    let SeatError::Engine(message) = &err else { panic!("{err:?}") };
+    for named in [
+        "`.git/hooks` created (removed)",
+        "`.git/hooks/pre-commit` created (removed)",
+        "`out` created (removed)",
+        "`docs` created (removed)",
+        "`docs/deep/x.md` created (removed)",
+    ] {
+        assert!(message.contains(named), "{named}: {message}");
+    }
+    let ws = &rig.workspace;
+    assert!(!ws.exists(".git/hooks") && !ws.exists("docs"));
+    assert!(ws.join("out").symlink_metadata().is_err());
+    assert_eq!(ws.read(".git/HEAD").unwrap(), "ref: refs/heads/main\n");
+    assert_eq!(ws.read("page.md").unwrap(), "the new page");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cli_builder_that_stays_inside_writes_answers_as_usual() {
+    let rig = Rig::new();
+    // Creating and removing a scratch file leaves nothing to undo.
+    let (seat, request) = mischievous(&rig, "printf t > tmp.txt; rm tmp.txt");
+    let reply = ask(&seat, &request).await.unwrap();
+    assert_eq!(reply.text, r#"{"decision":"pass","findings":[],"wrote":"hello.txt"}"#);
+    assert_eq!(rig.workspace.read("page.md").unwrap(), "the new page");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_cli_builder_is_still_undone() {
+    let rig = Rig::new();
+    let (seat, request) = mischievous(&rig, "rm keep.md; exit 3");
+    let err = ask(&seat, &request).await.unwrap_err();
+    let SeatError::Engine(message) = &err else { panic!("{err:?}") };
+    assert!(message.contains("`keep.md` deleted (restored)"), "{message}");
+    assert_eq!(rig.workspace.read("keep.md").unwrap(), "keep these bytes");
+}

@@ -1,0 +1,102 @@
+//! Files a seat hands to gavel to write (a script seat's `files`, an API
+//! builder's `{"files":[...]}`), written through `gavel-fs`'s one guarded,
+//! atomic write path.
+//!
+//! All or nothing: every path is checked (plain relative form, among the
+//! request's `writes` when it names any, inside the workspace through any
+//! symbolic link, outside `.gavel/` and `.git/`) before the first byte is
+//! written. The writes then run inside a [`WriteScope`], so an agent CLI
+//! guarded at the same time in the same workspace is not blamed for them.
+
+use std::path::PathBuf;
+
+use gavel_fs::scope::WriteScope;
+use gavel_fs::write::{Workspace, WriteError, normalise};
+
+use crate::{Request, SeatError};
+
+/// One file to write: the path as the seat named it, and its bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Planned {
+    /// The path as the seat wrote it.
+    pub asked: String,
+    /// Its plain relative form.
+    pub path: String,
+    /// The whole new content.
+    pub content: String,
+}
+
+/// Checks every file against the request without writing anything. `who`
+/// names the seat in messages ("the builder", "script seat `w`").
+pub fn check(request: &Request, files: &[(String, String)], who: &str) -> Result<Vec<Planned>, SeatError> {
+    let workspace = Workspace::new(&request.workspace).map_err(|e| io_error(&e, who))?;
+    let allowed: Vec<String> = request.writes.iter().filter_map(|w| normalise(w).ok()).collect();
+    let refused = |err: &WriteError| {
+        let may = if request.writes.is_empty() {
+            String::new()
+        } else {
+            format!("; this request may write {}", list(&request.writes))
+        };
+        SeatError::Refused(format!("{who}: {err}{may}; nothing was written"))
+    };
+    let mut planned: Vec<Planned> = Vec::with_capacity(files.len());
+    for (asked, content) in files {
+        let normal = normalise(asked)
+            .map_err(|reason| refused(&WriteError::Refused { path: asked.clone(), reason }))?;
+        if !request.writes.is_empty() && !allowed.contains(&normal) {
+            return Err(SeatError::Refused(format!(
+                "{who} asked to write `{asked}`, which is not among the files this request may write ({}); nothing was written",
+                list(&request.writes)
+            )));
+        }
+        if planned.iter().any(|p| p.path == normal) {
+            return Err(SeatError::Engine(format!(
+                "{who} named `{normal}` twice; give each file once, with its whole content"
+            )));
+        }
+        // Symbolic links on the way, files in the way of folders.
+        workspace.check(asked).map_err(|e| if e.is_refusal() { refused(&e) } else { io_error(&e, who) })?;
+        planned.push(Planned { asked: asked.clone(), path: normal, content: content.clone() });
+    }
+    Ok(planned)
+}
+
+/// Writes checked files, each atomically; returns the files written.
+pub fn write(request: &Request, planned: &[Planned], who: &str) -> Result<Vec<PathBuf>, SeatError> {
+    let workspace = Workspace::new(&request.workspace).map_err(|e| io_error(&e, who))?;
+    let paths: Vec<String> = planned.iter().map(|p| p.path.clone()).collect();
+    let _scope = WriteScope::enter(workspace.root(), &paths);
+    planned
+        .iter()
+        .map(|file| {
+            workspace.write(&file.path, file.content.as_bytes()).map_err(|e| match e {
+                // Changed since the check (a link appeared): refused all the same.
+                WriteError::Refused { .. } => SeatError::Refused(format!("{who}: {e}")),
+                WriteError::Io { .. } => io_error(&e, who),
+            })
+        })
+        .collect()
+}
+
+/// [`check`], then [`write`].
+pub fn check_and_write(
+    request: &Request,
+    files: &[(String, String)],
+    who: &str,
+) -> Result<Vec<PathBuf>, SeatError> {
+    let planned = check(request, files, who)?;
+    write(request, &planned, who)
+}
+
+fn io_error(err: &WriteError, who: &str) -> SeatError {
+    SeatError::Engine(format!("{who}: {err}"))
+}
+
+/// `writes` for a message: `a`, `b`, or "none".
+pub fn list(writes: &[String]) -> String {
+    if writes.is_empty() {
+        "none".to_owned()
+    } else {
+        writes.iter().map(|w| format!("`{w}`")).collect::<Vec<_>>().join(", ")
+    }
+}
