@@ -317,10 +317,14 @@ pub struct Installed {
 /// again changes nothing.
 pub fn install(project: &Path, command: &str) -> Result<Installed, GoalError> {
     let path = project.join(".claude").join("settings.json");
-    let text = match std::fs::read_to_string(&path) {
+    let text = match gavel_fs::read::read_text(&path, gavel_fs::read::UserFile::Settings) {
         Ok(text) => Some(text),
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => None,
-        Err(source) => return Err(GoalError::io(&path, source)),
+        Err(err) if err.is_missing() => None,
+        Err(err) => {
+            return Err(GoalError::File(Box::new(
+                Located::about_file(&path, err.message()).with_hint(err.hint()),
+            )));
+        }
     };
     let merged = merge_settings(&path, text.as_deref(), command)?;
     match merged {

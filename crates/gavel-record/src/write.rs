@@ -46,6 +46,21 @@ pub enum WriteError {
         #[source]
         source: std::io::Error,
     },
+    /// The record's path is not a regular file (a FIFO, a device, a
+    /// folder): appending to it could block or lose the events.
+    #[error("{0}")]
+    NotAFile(gavel_fs::read::ReadError),
+    /// An event holds a value its reader would reject (a number that is not
+    /// finite): refused, so the record stays one gavel can read.
+    #[error("cannot write a `{kind}` event to the record {path}: {message}")]
+    Unwritable {
+        /// The record's path.
+        path: PathBuf,
+        /// The event's kind.
+        kind: String,
+        /// What is wrong with it.
+        message: String,
+    },
     /// An earlier append failed; the writer refuses more so no gap can appear.
     #[error(
         "the record {path} could not be written earlier in this process; resume the run once the cause is fixed"
@@ -107,6 +122,10 @@ impl<E: RecordEvent> RecordWriter<E> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(|source| io(path, source))?;
         }
+        // Before the lock and the open: opening a FIFO to append waits for a
+        // reader, and a device or a folder never holds a record.
+        gavel_fs::read::check_absent_or_regular(path, gavel_fs::read::UserFile::Record)
+            .map_err(WriteError::NotAFile)?;
         let lock = RunLock::acquire(path)?;
         let file = open_append(path)?;
         let len = file.metadata().map_err(|source| io(path, source))?.len();

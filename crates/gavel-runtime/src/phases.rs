@@ -22,7 +22,8 @@ use crate::{RunError, Status};
 use gavel_domain::rules::{self, OnCap};
 
 /// How much of each file a read-only seat is shown in its prompt.
-const FILE_LIMIT: usize = 64 * 1024;
+const FILE_LIMIT: u64 = 64 * 1024;
+const WORKSPACE_FILE: gavel_fs::read::UserFile = gavel_fs::read::UserFile::WorkspaceFile;
 /// How much of a command's output is recorded and sent back.
 const OUTPUT_TAIL: usize = 4 * 1024;
 
@@ -55,17 +56,19 @@ impl Files {
         self.views.get_or_init(|| {
             self.paths
                 .iter()
-                .map(|path| match std::fs::read(self.root.join(path)) {
-                    Ok(bytes) => {
-                        let mut content =
-                            String::from_utf8_lossy(&bytes[..bytes.len().min(FILE_LIMIT)]).into_owned();
-                        if bytes.len() > FILE_LIMIT {
-                            let _ =
-                                write!(content, "\n… ({} more bytes not shown)", bytes.len() - FILE_LIMIT);
+                // Only the head is read, and only from a regular file: a
+                // FIFO or a device named here must not hang the run.
+                .map(|path| {
+                    match gavel_fs::read::read_head(&self.root.join(path), WORKSPACE_FILE, FILE_LIMIT) {
+                        Ok((bytes, size)) => {
+                            let mut content = String::from_utf8_lossy(&bytes).into_owned();
+                            if size > FILE_LIMIT {
+                                let _ = write!(content, "\n… ({} more bytes not shown)", size - FILE_LIMIT);
+                            }
+                            FileView { path: path.clone(), missing: false, content }
                         }
-                        FileView { path: path.clone(), missing: false, content }
+                        Err(_) => FileView { path: path.clone(), missing: true, content: String::new() },
                     }
-                    Err(_) => FileView { path: path.clone(), missing: true, content: String::new() },
                 })
                 .collect()
         })
@@ -869,7 +872,20 @@ pub(crate) fn observe_build(workspace: &Path, stage: &str, round: u32, writes: &
 
 /// The SHA-256 of a file's bytes, hex; `None` when it cannot be read.
 fn sha256_of(path: &Path) -> Option<String> {
-    std::fs::read(path).ok().map(|bytes| hex::encode(Sha256::digest(&bytes)))
+    // Streamed from a handle checked to be a regular file: a FIFO left at a
+    // `writes` path must not hang the run, nor a huge file fill memory.
+    let (mut file, _) = gavel_fs::read::open(path, WORKSPACE_FILE).ok()?;
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        match std::io::Read::read(&mut file, &mut buf) {
+            Ok(0) => break,
+            Ok(n) => hasher.update(&buf[..n]),
+            Err(err) if err.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return None,
+        }
+    }
+    Some(hex::encode(hasher.finalize()))
 }
 
 fn command_text(command: &CommandSpec) -> String {
