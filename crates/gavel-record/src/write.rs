@@ -216,7 +216,13 @@ impl<E: RecordEvent> RecordWriter<E> {
         }
         let envelope = Envelope { v: FORMAT_VERSION, seq: self.next_seq, at, event };
         // One buffer, one write: a crash leaves at most one torn line at the end.
-        let mut line = serde_json::to_vec(&envelope).map_err(|e| io(&self.path, e.into()))?;
+        // A value the reader would reject (a number that is not finite) is
+        // refused here, before a byte is written: the record stays readable.
+        let mut line = serde_json::to_vec(&envelope).map_err(|err| WriteError::Unwritable {
+            path: self.path.clone(),
+            kind: envelope.event.kind_name().to_owned(),
+            message: err.to_string(),
+        })?;
         line.push(b'\n');
         let sync = self.durability == Durability::Synced && envelope.event.completes_a_step();
         if let Err(source) = self.write_durably(&line, sync) {
