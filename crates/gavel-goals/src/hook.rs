@@ -287,7 +287,9 @@ pub fn block_reason(id: &str, e: &Evaluation) -> String {
         "Keep working until these pass; gavel checks again when you stop. Evidence: {}",
         e.evidence_dir
     );
-    out
+    // The agent reads this as text: no escape codes, even from a record
+    // written before command output was cleaned.
+    gavel_process::plain::plain_text(out.as_bytes())
 }
 
 fn last_lines(text: &str, max_bytes: usize, max_lines: usize) -> String {

@@ -216,7 +216,9 @@ pub fn write_state_md(
     state: &GoalState,
     events: &[Envelope<GoalEvent>],
 ) -> Result<(), GoalError> {
-    let text = crate::view::state_md(paths, state, events);
+    // Plain text: a record written before output was cleaned may still
+    // carry escape codes in a summary or a note.
+    let text = gavel_process::plain::plain_text(crate::view::state_md(paths, state, events).as_bytes());
     write_atomic(&paths.state_md, text.as_bytes())
 }
 

@@ -618,7 +618,11 @@ impl Executor<'_> {
         let finding = Finding {
             id: format!("{}.1", stage.name),
             severity: Severity::Block,
-            evidence: format!("`{command}` {result}. Its output ends:\n{}", check.output_tail),
+            // Cleaned again: a record written by an older gavel kept colour codes.
+            evidence: format!(
+                "`{command}` {result}. Its output ends:\n{}",
+                gavel_process::plain::plain_text(check.output_tail.as_bytes())
+            ),
             fix: None,
             raised_by: vec![stage.name.clone()],
             members: Vec::new(),
@@ -905,26 +909,41 @@ async fn run_command(workspace: &Path, stage: &str, round: u32, run: &RunStage) 
         CommandSpec::Shell(line) => (SpawnSpec::shell(line, workspace), None, Some(line.clone())),
     };
     let started = std::time::Instant::now();
-    let finished = gavel_process::run(spec.timeout(run.timeout)).await;
+    // Plain output: the tail is stored in the record and sent back to a
+    // builder, where colour codes are noise.
+    let finished = gavel_process::run(spec.plain_output().timeout(run.timeout)).await;
     let ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-    let (exit, timed_out, output_tail, error) = match finished {
+    let (exit, timed_out, output_tail, output_truncated, error) = match finished {
         Ok(done) => {
             let exit = match done.outcome {
                 ProcessOutcome::Exited(code) => Some(code),
                 ProcessOutcome::Signaled(_) | ProcessOutcome::TimedOut { .. } => None,
             };
             let timed_out = matches!(done.outcome, ProcessOutcome::TimedOut { .. });
-            let mut tail = done.stdout.tail_text(OUTPUT_TAIL);
-            let err = done.stderr.tail_text(OUTPUT_TAIL);
+            // Escape sequences stripped; cut when what is kept is less than
+            // what the command printed.
+            let (mut tail, out_cut) = done.stdout.plain_tail(OUTPUT_TAIL);
+            let (err, err_cut) = done.stderr.plain_tail(OUTPUT_TAIL);
             if !err.trim().is_empty() {
                 if !tail.is_empty() && !tail.ends_with('\n') {
                     tail.push('\n');
                 }
                 tail.push_str(&err);
             }
-            (exit, timed_out, tail, None)
+            (exit, timed_out, tail, out_cut || err_cut, None)
         }
-        Err(err) => (None, false, String::new(), Some(err.to_string())),
+        Err(err) => (None, false, String::new(), false, Some(err.to_string())),
     };
-    CheckRun { stage: stage.to_owned(), round, argv, shell, exit, timed_out, ms, output_tail, error }
+    CheckRun {
+        stage: stage.to_owned(),
+        round,
+        argv,
+        shell,
+        exit,
+        timed_out,
+        ms,
+        output_tail,
+        output_truncated,
+        error,
+    }
 }
