@@ -197,7 +197,9 @@ fn pick_goal(root: &Path) -> Option<GoalPaths> {
     let mut open: Vec<(Option<jiff::Timestamp>, GoalPaths)> = Vec::new();
     for id in list_goal_ids(root) {
         let Ok(paths) = GoalPaths::new(root, &id) else { continue };
-        if !paths.file.is_file() {
+        // A goal.yaml that is there but no regular file (a FIFO, a device)
+        // is not skipped: loading it says what is wrong, so the person hears.
+        if !paths.file.exists() {
             continue;
         }
         let Ok(view) = read_state(&paths) else { continue };

@@ -13,6 +13,7 @@ mod graph;
 mod goals;
 mod happy;
 mod http_seats;
+mod inputs;
 mod kill_resume;
 mod lock;
 mod malformed;
