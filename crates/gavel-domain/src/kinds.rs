@@ -163,6 +163,7 @@ impl Usage {
 }
 
 #[cfg(test)]
+#[allow(clippy::float_cmp)] // exact figures are the point: saturation lands on f64::MAX itself
 mod tests {
     use super::*;
 

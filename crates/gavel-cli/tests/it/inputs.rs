@@ -41,13 +41,11 @@ fn gavel(dir: &Path, args: &[&std::ffi::OsStr], stdin: Option<&Path>) -> Out {
             let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap());
             let (tx, rx) = std::sync::mpsc::channel();
             std::thread::spawn(move || tx.send(child.wait_with_output()));
-            match rx.recv_timeout(HANG) {
-                Ok(out) => out.unwrap(),
-                Err(_) => {
-                    let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
-                    panic!("gavel {args:?} < {} hung", path.display());
-                }
-            }
+            let Ok(out) = rx.recv_timeout(HANG) else {
+                let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
+                panic!("gavel {args:?} < {} hung", path.display());
+            };
+            out.unwrap()
         }
     };
     Out {
