@@ -859,6 +859,22 @@ impl Compiler<'_> {
                     format!("add `script = \"seats/{}.toml\"` (relative to this file)", name.get_ref()),
                 ));
             }
+            // A price is a user-given number like `max_cost_usd`: TOML reads
+            // `nan` and `inf`, which would make every request's cost unusable.
+            if let Some(price) = &spec_ref.price
+                && [price.input, price.output].iter().any(|p| !p.is_finite() || *p < 0.0)
+            {
+                return Err(self.err(
+                    spec.span(),
+                    format!(
+                        "seat `{}` has `price = {{ input = {}, output = {} }}`",
+                        name.get_ref(),
+                        price.input,
+                        price.output
+                    ),
+                    "write what the model costs in US dollars per million tokens, 0 or more, e.g. price = { input = 3.0, output = 15.0 }",
+                ));
+            }
             if spec_ref.engine != Engine::Script && spec_ref.model.is_none() {
                 return Err(self.err(
                     spec.span(),

@@ -155,4 +155,17 @@ fn a_budget_that_is_no_positive_number_is_refused_where_it_is_given() {
         assert!(out.stderr.contains("workflow.toml:5:"), "located: {}", out.stderr);
         assert!(out.stderr.contains("max_cost_usd"), "{}", out.stderr);
     }
+    // A seat's price is a user-given figure too.
+    for bad in ["nan", "inf", "-inf", "-3.0"] {
+        let flow = workflow(dir.path(), &turn("0.1", "welcome.md"), "");
+        let text = std::fs::read_to_string(&flow).unwrap().replace(
+            "script = \"writer.toml\" }",
+            &format!("script = \"writer.toml\", price = {{ input = {bad}, output = 1.0 }} }}"),
+        );
+        std::fs::write(&flow, text).unwrap();
+        let out = gavel(args!["check", flow]);
+        assert_eq!(out.code, 2, "price {bad}: {}", out.stderr);
+        assert!(out.stderr.contains("workflow.toml:8:10"), "located: {}", out.stderr);
+        assert!(out.stderr.contains("price"), "{}", out.stderr);
+    }
 }
