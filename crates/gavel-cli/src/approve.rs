@@ -31,10 +31,10 @@ pub struct AnswersFile {
 impl AnswersFile {
     /// Reads and checks an answers file.
     pub fn load(path: &Path) -> Result<Self, Box<Located>> {
-        let text = std::fs::read_to_string(path).map_err(|err| {
+        let text = gavel_fs::read::read_text(path, gavel_fs::read::UserFile::Answers).map_err(|err| {
             Box::new(
-                Located::whole_file(path, format!("cannot read the answers file: {err}"))
-                    .with_hint("give a TOML or JSON file with one table per approve stage"),
+                Located::about_file(path, err.message())
+                    .with_hint(err.hint_or("give a TOML or JSON file with one table per approve stage")),
             )
         })?;
         let hint =

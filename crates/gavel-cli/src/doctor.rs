@@ -588,7 +588,7 @@ async fn ask(
     };
     let started = Instant::now();
     let answer = match tokio::time::timeout(timeout + GRACE, facts.entry.seat.answer(&request)).await {
-        Ok(answer) => answer,
+        Ok(answer) => answer.and_then(gavel_seats::Reply::checked),
         Err(_) => Err(SeatError::Timeout(timeout)),
     };
     let elapsed = started.elapsed();

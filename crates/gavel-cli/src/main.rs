@@ -120,7 +120,7 @@ struct ResumeArgs {
     #[arg(long, value_name = "FILE")]
     answers: Option<PathBuf>,
     /// A new budget in US dollars, for a run paused by `max_cost_usd`.
-    #[arg(long, value_name = "USD")]
+    #[arg(long, value_name = "USD", value_parser = dollars)]
     max_cost_usd: Option<f64>,
     /// Print the outcome as one JSON object on stdout.
     #[arg(long)]
@@ -238,6 +238,16 @@ fn resume(args: &ResumeArgs, style: &Style) -> Result<i32, RunError> {
     let progress = render::Progress::new(style);
     let outcome = runtime()?.block_on(gavel_runtime::resume(request, &progress))?;
     Ok(finish(&outcome, args.json, style))
+}
+
+/// A budget from the command line: a finite number of dollars above zero
+/// (`nan`, `inf` and `-1` parse as numbers, but are no budget).
+fn dollars(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(value) if value.is_finite() && value > 0.0 => Ok(value),
+        Ok(value) => Err(format!("{value} is not a budget; give a positive number of US dollars, e.g. 5.0")),
+        Err(_) => Err(format!("`{text}` is not a number; give a positive number of US dollars, e.g. 5.0")),
+    }
 }
 
 /// Who answers approve stages: the answers file, else a terminal prompt,

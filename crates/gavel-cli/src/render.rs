@@ -52,7 +52,9 @@ impl Style {
 
     /// An error, with a snippet when it is located in a file.
     pub fn error(&self, err: &RunError) {
-        if let RunError::Invalid(located) = err {
+        if let RunError::Invalid(located)
+        | RunError::Prompt(gavel_runtime::prompts::PromptError::File(located)) = err
+        {
             say(&self.render_located(located));
             return;
         }
@@ -77,13 +79,7 @@ impl Style {
         // people and scripts grep it.
         let handler = GraphicalReportHandler::new_themed(theme).with_width(400);
         if located.source.is_empty() || handler.render_report(&mut out, &diagnostic).is_err() {
-            let (line, column) = (located.line, located.column);
-            out = format!(
-                "{} {}:{line}:{column}: {}",
-                self.paint("31;1", "error:"),
-                located.path.display(),
-                located.message
-            );
+            out = format!("{} {}: {}", self.paint("31;1", "error:"), located.place(), located.message);
         }
         let mut out = out.trim_end().to_owned();
         if let Some(hint) = &located.hint {
@@ -255,13 +251,7 @@ impl From<&Located> for FileDiagnostic {
     fn from(located: &Located) -> Self {
         let len = located.span.end.saturating_sub(located.span.start);
         Self {
-            message: format!(
-                "{}:{}:{}: {}",
-                located.path.display(),
-                located.line,
-                located.column,
-                located.message
-            ),
+            message: format!("{}: {}", located.place(), located.message),
             source: NamedSource::new(located.path.display().to_string(), located.source.clone()),
             span: (located.span.start, len).into(),
             label: "here".to_owned(),

@@ -125,21 +125,45 @@ pub struct Usage {
     /// Completion tokens.
     pub output_tokens: u64,
     /// Cost in US dollars, where the engine reports or gavel can price it.
+    /// Always finite: the writer refuses anything else (see [`crate::finite`]).
+    #[serde(serialize_with = "crate::finite::serialize")]
     pub cost_usd: f64,
 }
 
 impl Usage {
-    /// Adds another request's usage to this total.
+    /// Adds another request's usage to this total. Every sum saturates: a
+    /// total too large to count stays at the largest count, never wraps
+    /// nor becomes infinite, so a budget still stops the run.
     pub fn add(&mut self, other: Usage) {
         self.input_tokens = self.input_tokens.saturating_add(other.input_tokens);
         self.output_tokens = self.output_tokens.saturating_add(other.output_tokens);
+        let sum = crate::finite::saturating_add(self.cost_usd, other.cost_usd);
         // Rounded to a millionth of a dollar so sums of many requests print
-        // as the figures a person would add up, not as float noise.
-        self.cost_usd = ((self.cost_usd + other.cost_usd) * 1e6).round() / 1e6;
+        // as the figures a person would add up, not as float noise. Only
+        // below a billion dollars: near there an f64 stops holding
+        // millionths anyway, and far above it `* 1e6` would overflow.
+        self.cost_usd = if sum.abs() < 1e9 { (sum * 1e6).round() / 1e6 } else { sum };
+    }
+
+    /// What is wrong with one request's usage as an engine reported it: a
+    /// cost that is not a finite number, or below zero. `None` when it can
+    /// be recorded and added up.
+    pub fn problem(&self) -> Option<String> {
+        let cost = self.cost_usd;
+        if cost.is_nan() {
+            Some("the engine reported a cost (`cost_usd`) that is not a number (NaN)".to_owned())
+        } else if cost.is_infinite() {
+            Some(format!("the engine reported an infinite cost (`cost_usd` = {cost})"))
+        } else if cost < 0.0 {
+            Some(format!("the engine reported a negative cost (`cost_usd` = {cost})"))
+        } else {
+            None
+        }
     }
 }
 
 #[cfg(test)]
+#[allow(clippy::float_cmp)] // exact figures are the point: saturation lands on f64::MAX itself
 mod tests {
     use super::*;
 
@@ -166,5 +190,43 @@ mod tests {
         total.add(Usage { input_tokens: 3, output_tokens: 4, cost_usd: 0.5 });
         total.add(Usage { input_tokens: 1, output_tokens: 1, cost_usd: 0.25 });
         assert_eq!(total, Usage { input_tokens: 4, output_tokens: 5, cost_usd: 0.75 });
+    }
+
+    #[test]
+    fn usage_sums_saturate_and_stay_finite() {
+        let huge = Usage { input_tokens: u64::MAX, output_tokens: u64::MAX - 1, cost_usd: 1e308 };
+        let mut total = huge;
+        total.add(huge);
+        assert_eq!(total, Usage { input_tokens: u64::MAX, output_tokens: u64::MAX, cost_usd: f64::MAX });
+        total.add(huge);
+        assert_eq!(total.cost_usd, f64::MAX);
+        // Big but representable: kept exactly (no rounding through `* 1e6`).
+        let mut total = Usage { cost_usd: 1e300, ..Usage::default() };
+        total.add(Usage { cost_usd: 1e300, ..Usage::default() });
+        assert_eq!(total.cost_usd, 2e300);
+        assert!(serde_json::to_string(&total).is_ok());
+    }
+
+    #[test]
+    fn bad_figures_are_named() {
+        for (cost, word) in
+            [(f64::NAN, "NaN"), (f64::INFINITY, "inf"), (f64::NEG_INFINITY, "-inf"), (-0.01, "negative")]
+        {
+            let problem = Usage { cost_usd: cost, ..Usage::default() }.problem();
+            assert!(
+                problem.as_deref().is_some_and(|p| p.contains("cost_usd") && p.contains(word)),
+                "{problem:?}"
+            );
+        }
+        for cost in [0.0, -0.0, 1e-9, 1e308, f64::MAX] {
+            assert_eq!(Usage { cost_usd: cost, ..Usage::default() }.problem(), None, "{cost}");
+        }
+    }
+
+    #[test]
+    fn usage_that_is_not_finite_is_never_written_as_null() {
+        for cost in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY] {
+            assert!(serde_json::to_string(&Usage { cost_usd: cost, ..Usage::default() }).is_err());
+        }
     }
 }

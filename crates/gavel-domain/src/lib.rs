@@ -10,6 +10,7 @@
 //! here is deterministic, so the record can be replayed through it.
 
 pub mod family;
+pub mod finite;
 pub mod kinds;
 pub mod located;
 pub mod protocol;

@@ -15,9 +15,10 @@ pub struct Located {
     pub source: String,
     /// The byte range the problem is at (empty range for a point).
     pub span: Range<usize>,
-    /// 1-based line of the span's start.
+    /// 1-based line of the span's start; 0 when the problem is the file as
+    /// a whole and has no line (see [`Located::about_file`]).
     pub line: usize,
-    /// 1-based column (in characters) of the span's start.
+    /// 1-based column (in characters) of the span's start; 0 with line 0.
     pub column: usize,
     /// What is wrong.
     pub message: String,
@@ -52,6 +53,23 @@ impl Located {
         Self::new(path, "", 0..0, message)
     }
 
+    /// A problem with the file itself, not with a place in it (it is a
+    /// FIFO, a device, a folder, too large): shown as `path: message`,
+    /// without a line and column that would point at nothing.
+    pub fn about_file(path: impl Into<PathBuf>, message: impl Into<String>) -> Self {
+        Self { line: 0, column: 0, ..Self::whole_file(path, message) }
+    }
+
+    /// The `path:line:column` (or just `path`, for a problem with the file
+    /// itself) that heads the message.
+    pub fn place(&self) -> String {
+        if self.line == 0 {
+            self.path.display().to_string()
+        } else {
+            format!("{}:{}:{}", self.path.display(), self.line, self.column)
+        }
+    }
+
     /// Adds what to write instead.
     #[must_use]
     pub fn with_hint(mut self, hint: impl Into<String>) -> Self {
@@ -62,7 +80,7 @@ impl Located {
 
 impl fmt::Display for Located {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}:{}: {}", self.path.display(), self.line, self.column, self.message)?;
+        write!(f, "{}: {}", self.place(), self.message)?;
         if let Some(hint) = &self.hint {
             write!(f, "\nhint: {hint}")?;
         }
@@ -130,5 +148,8 @@ mod tests {
     fn display_names_file_line_column_and_hint() {
         let err = Located::new("w.toml", "x\ny = 2\n", 2..3, "unknown key `y`").with_hint("write `z`");
         assert_eq!(err.to_string(), "w.toml:2:1: unknown key `y`\nhint: write `z`");
+        let err = Located::about_file("/dev/zero", "cannot read the workflow: it is a character device");
+        assert_eq!(err.to_string(), "/dev/zero: cannot read the workflow: it is a character device");
+        assert_eq!(Located::whole_file("w.toml", "gone").to_string(), "w.toml:1:1: gone");
     }
 }

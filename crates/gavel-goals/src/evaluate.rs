@@ -465,6 +465,7 @@ impl Ctx<'_> {
             timed_out: run.timed_out,
             ms: Some(run.ms),
             output_tail: run.tail_of(RECORD_TAIL_BYTES),
+            output_truncated: run.tail_of_is_cut(RECORD_TAIL_BYTES),
             evidence: Some(self.paths.from_root(&written.path)),
             evidence_sha256: Some(written.sha256),
             confidence: None,
@@ -547,6 +548,7 @@ impl Ctx<'_> {
             timed_out: false,
             ms: None,
             output_tail: String::new(),
+            output_truncated: false,
             evidence: Some(self.paths.from_root(&written.path)),
             evidence_sha256: Some(written.sha256),
             confidence: outcome.confidence,
@@ -567,6 +569,7 @@ fn pending(criterion: &Criterion, note: String) -> CriterionResult {
         timed_out: false,
         ms: None,
         output_tail: String::new(),
+        output_truncated: false,
         evidence: None,
         evidence_sha256: None,
         confidence: None,
@@ -614,7 +617,7 @@ async fn ask_judge(
             timeout,
         };
         let started = Instant::now();
-        let answer = seat.answer(&request).await;
+        let answer = seat.answer(&request).await.and_then(gavel_seats::Reply::checked);
         let ms = millis(started.elapsed());
         let mut judged = Judged {
             run_id: run_id.to_owned(),
@@ -916,6 +919,7 @@ mod tests {
             timed_out: false,
             ms: None,
             output_tail: String::new(),
+            output_truncated: false,
             evidence: None,
             evidence_sha256: None,
             confidence: (decided_by == DecidedBy::Judge).then_some(0.7),

@@ -82,6 +82,10 @@ impl GoalEvent {
 
 impl RecordEvent for GoalEvent {
     const KINDS: &'static [&'static str] = &GoalEvent::KINDS;
+
+    fn kind_name(&self) -> &'static str {
+        self.kind()
+    }
 }
 
 /// A goal's lifecycle status.
@@ -295,7 +299,11 @@ pub struct Judged {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verdict: Option<JudgeVerdict>,
     /// The judge's confidence, 0 to 1, when given.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "gavel_domain::finite::serialize_option"
+    )]
     pub confidence: Option<f64>,
     /// The judge's evidence, when given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -335,9 +343,14 @@ pub struct CriterionResult {
     /// How long the command ran, in milliseconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ms: Option<u64>,
-    /// The last lines of its output (stderr merged into stdout).
+    /// The last lines of its output (stderr merged into stdout), as plain
+    /// text.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub output_tail: String,
+    /// Whether `output_tail` holds less than the command printed. Written
+    /// only when true.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub output_truncated: bool,
     /// Its evidence file, relative to the project root.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub evidence: Option<String>,
@@ -345,7 +358,11 @@ pub struct CriterionResult {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub evidence_sha256: Option<String>,
     /// The judge's confidence, 0 to 1, for a criterion a judge decided.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "gavel_domain::finite::serialize_option"
+    )]
     pub confidence: Option<f64>,
     /// One line on why it stands where it does.
     #[serde(default)]
@@ -393,6 +410,7 @@ pub struct Evaluated {
     /// The verdict.
     pub verdict: Verdict,
     /// How sure the verdict is, 0 to 1: 1 when commands decided it.
+    #[serde(serialize_with = "gavel_domain::finite::serialize")]
     pub confidence: f64,
     /// Why, as a code (`all_criteria_pass`, `criteria_failed`,
     /// `criteria_pending`, `path_boundary_violation`, `path_boundary_unverifiable`).

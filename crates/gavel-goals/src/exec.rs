@@ -28,9 +28,11 @@ pub struct CommandRun {
     pub kept: Vec<u8>,
     /// Every byte it wrote, kept or not.
     pub total_bytes: u64,
-    /// Whether bytes were cut between head and tail.
+    /// Whether `tail` holds less than the command printed: the capture
+    /// dropped bytes between head and tail, or the text was longer than the
+    /// tail keeps.
     pub truncated: bool,
-    /// The end of its output, as text.
+    /// The end of its output, as plain text (no escape sequences).
     pub tail: String,
 }
 
@@ -43,6 +45,12 @@ impl CommandRun {
     /// The last `max_bytes` of the output, starting on a line when it can.
     pub fn tail_of(&self, max_bytes: usize) -> String {
         tail_text(&self.tail, max_bytes)
+    }
+
+    /// Whether [`Self::tail_of`] `max_bytes` holds less than the command
+    /// printed.
+    pub fn tail_of_is_cut(&self, max_bytes: usize) -> bool {
+        self.truncated || self.tail.len() > max_bytes
     }
 }
 
@@ -57,7 +65,9 @@ pub async fn run_command(
     timeout: Duration,
     env: &[(&str, String)],
 ) -> CommandRun {
-    let mut spec = SpawnSpec::shell(&format!("exec 2>&1; {command}"), root).timeout(timeout);
+    // Plain output: the tail goes into evidence files, the record, state.md
+    // and the stop hook's reason.
+    let mut spec = SpawnSpec::shell(&format!("exec 2>&1; {command}"), root).plain_output().timeout(timeout);
     for (name, value) in env {
         spec = spec.env(*name, value);
     }
@@ -75,12 +85,14 @@ pub async fn run_command(
             };
             let mut kept = done.stdout.head.clone();
             kept.extend_from_slice(&done.stdout.tail);
-            let mut tail = done.stdout.tail_text(EVIDENCE_TAIL_BYTES);
+            let (mut tail, mut cut) = done.stdout.plain_tail(EVIDENCE_TAIL_BYTES);
             // Only a failed `exec 2>&1` leaves anything on stderr; keep it.
             if done.stderr.total > 0 {
                 kept.extend_from_slice(&done.stderr.head);
                 kept.extend_from_slice(&done.stderr.tail);
-                tail.push_str(&done.stderr.tail_text(EVIDENCE_TAIL_BYTES / 4));
+                let (err, err_cut) = done.stderr.plain_tail(EVIDENCE_TAIL_BYTES / 4);
+                tail.push_str(&err);
+                cut |= err_cut;
             }
             CommandRun {
                 exit,
@@ -90,7 +102,7 @@ pub async fn run_command(
                 ms: millis(done.duration),
                 kept,
                 total_bytes: done.stdout.total + done.stderr.total,
-                truncated: done.stdout.truncated() || done.stderr.truncated(),
+                truncated: cut,
                 tail,
             }
         }

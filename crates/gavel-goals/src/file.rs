@@ -410,12 +410,11 @@ impl LoadedGoal {
     /// Reads and checks the goal file at `path`; `folder_id` is the goal's
     /// folder name, which the file's `id` must match.
     pub fn load(path: &Path, folder_id: &str) -> Result<Self, Box<Located>> {
-        let bytes =
-            std::fs::read(path).map_err(|err| {
-                Box::new(Located::whole_file(path, format!("cannot read the goal file: {err}")).with_hint(
-                    "create it with `gavel goal new ID --title ... --criterion \"text::command\"`",
-                ))
-            })?;
+        let bytes = gavel_fs::read::read(path, gavel_fs::read::UserFile::Goal).map_err(|err| {
+            Box::new(Located::about_file(path, err.message()).with_hint(
+                err.hint_or("create it with `gavel goal new ID --title ... --criterion \"text::command\"`"),
+            ))
+        })?;
         let digest = crate::sha256_hex(&bytes);
         let text = String::from_utf8(bytes).map_err(|err| {
             let offset = err.utf8_error().valid_up_to();

@@ -197,7 +197,9 @@ fn pick_goal(root: &Path) -> Option<GoalPaths> {
     let mut open: Vec<(Option<jiff::Timestamp>, GoalPaths)> = Vec::new();
     for id in list_goal_ids(root) {
         let Ok(paths) = GoalPaths::new(root, &id) else { continue };
-        if !paths.file.is_file() {
+        // A goal.yaml that is there but no regular file (a FIFO, a device)
+        // is not skipped: loading it says what is wrong, so the person hears.
+        if !paths.file.exists() {
             continue;
         }
         let Ok(view) = read_state(&paths) else { continue };
@@ -287,7 +289,9 @@ pub fn block_reason(id: &str, e: &Evaluation) -> String {
         "Keep working until these pass; gavel checks again when you stop. Evidence: {}",
         e.evidence_dir
     );
-    out
+    // The agent reads this as text: no escape codes, even from a record
+    // written before command output was cleaned.
+    gavel_process::plain::plain_text(out.as_bytes())
 }
 
 fn last_lines(text: &str, max_bytes: usize, max_lines: usize) -> String {
@@ -317,10 +321,14 @@ pub struct Installed {
 /// again changes nothing.
 pub fn install(project: &Path, command: &str) -> Result<Installed, GoalError> {
     let path = project.join(".claude").join("settings.json");
-    let text = match std::fs::read_to_string(&path) {
+    let text = match gavel_fs::read::read_text(&path, gavel_fs::read::UserFile::Settings) {
         Ok(text) => Some(text),
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => None,
-        Err(source) => return Err(GoalError::io(&path, source)),
+        Err(err) if err.is_missing() => None,
+        Err(err) => {
+            return Err(GoalError::File(Box::new(
+                Located::about_file(&path, err.message()).with_hint(err.hint()),
+            )));
+        }
     };
     let merged = merge_settings(&path, text.as_deref(), command)?;
     match merged {

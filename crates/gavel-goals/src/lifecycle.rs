@@ -97,7 +97,11 @@ pub fn decide(paths: &GoalPaths, decision: &Decision) -> Result<GoalState, GoalE
     };
     if decision.approve
         && let Some(digest) = &proposal.digest
-        && std::fs::read(&paths.file).map(|b| crate::sha256_hex(&b)).ok().as_deref() != Some(digest.as_str())
+        && gavel_fs::read::read(&paths.file, gavel_fs::read::UserFile::Goal)
+            .map(|b| crate::sha256_hex(&b))
+            .ok()
+            .as_deref()
+            != Some(digest.as_str())
     {
         return Err(GoalError::Refused(format!(
             "goal.yaml of `{}` changed since the evaluation that proposed {}; run `gavel goal evaluate {}` again before confirming",

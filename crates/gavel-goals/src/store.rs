@@ -56,6 +56,14 @@ impl GoalPaths {
     /// The paths of an existing goal: a clear error when there is none.
     pub fn existing(root: &Path, id: &str) -> Result<Self, GoalError> {
         let paths = Self::new(root, id)?;
+        // A goal.yaml that is there but is no regular file (a FIFO, a
+        // device, a folder) is named as what it is, not as a missing goal.
+        if let Err(err) = gavel_fs::read::check_absent_or_regular(&paths.file, gavel_fs::read::UserFile::Goal)
+        {
+            return Err(GoalError::File(Box::new(
+                gavel_domain::Located::about_file(&paths.file, err.message()).with_hint(err.hint()),
+            )));
+        }
         if !paths.file.is_file() && !paths.record.is_file() {
             let known = list_goal_ids(root);
             let hint = if known.is_empty() {
@@ -216,7 +224,9 @@ pub fn write_state_md(
     state: &GoalState,
     events: &[Envelope<GoalEvent>],
 ) -> Result<(), GoalError> {
-    let text = crate::view::state_md(paths, state, events);
+    // Plain text: a record written before output was cleaned may still
+    // carry escape codes in a summary or a note.
+    let text = gavel_process::plain::plain_text(crate::view::state_md(paths, state, events).as_bytes());
     write_atomic(&paths.state_md, text.as_bytes())
 }
 

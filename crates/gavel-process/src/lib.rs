@@ -27,6 +27,7 @@
 mod error;
 mod group;
 mod output;
+pub mod plain;
 mod resolve;
 mod spec;
 
@@ -44,7 +45,7 @@ use tokio::time::Instant;
 
 pub use error::SpawnError;
 pub use output::Output;
-pub use spec::{DEFAULT_GRACE, DEFAULT_INHERIT, DEFAULT_LEAK_WAIT, OutputLimit, SpawnSpec};
+pub use spec::{DEFAULT_GRACE, DEFAULT_INHERIT, DEFAULT_LEAK_WAIT, OutputLimit, PLAIN_OUTPUT_ENV, SpawnSpec};
 
 use group::GroupGuard;
 use output::Capture;

@@ -62,6 +62,22 @@ impl Output {
         String::from_utf8_lossy(&source[start..]).into_owned()
     }
 
+    /// The end of the stream as plain text (see [`crate::plain`]), at most
+    /// `max_bytes` long, and whether that is less than the stream held: the
+    /// capture dropped bytes, or the plain text was longer than `max_bytes`.
+    ///
+    /// The whole kept end is cleaned before it is cut, so a colour code
+    /// that straddles the cut cannot leave half a sequence behind.
+    pub fn plain_tail(&self, max_bytes: usize) -> (String, bool) {
+        let source = if self.truncated() { self.tail.clone() } else { self.contiguous() };
+        let text = crate::plain::plain_text(&source);
+        let mut start = text.len().saturating_sub(max_bytes);
+        while !text.is_char_boundary(start) {
+            start += 1;
+        }
+        (text[start..].to_owned(), self.truncated() || start > 0)
+    }
+
     fn kept(&self) -> u64 {
         u64::try_from(self.head.len() + self.tail.len()).unwrap_or(u64::MAX)
     }
@@ -235,6 +251,24 @@ mod tests {
         let out = capture(&["€".as_bytes()], OutputLimit::new(1, 10));
         assert_eq!(out.head.len(), 1);
         assert_eq!(out.to_string_lossy(), "€");
+    }
+
+    #[test]
+    fn plain_tails_are_clean_and_say_when_they_are_cut() {
+        let out = capture(&[b"\x1b[32mok\x1b[0m\n"], OutputLimit::new(64, 64));
+        assert_eq!(out.plain_tail(100), ("ok\n".to_owned(), false));
+        // Cut to fit: the tail is the end, and says so.
+        assert_eq!(out.plain_tail(2), ("k\n".to_owned(), true));
+        // The capture dropped bytes: cut, even when the tail fits.
+        let out = capture(&[b"0123456789"], OutputLimit::new(3, 2));
+        assert_eq!(out.plain_tail(100), ("89".to_owned(), true));
+        // Escape codes do not count against the bound: 4 bytes of text fit in 4.
+        let out = capture(&[b"\x1b[31mabcd\x1b[0m"], OutputLimit::new(64, 64));
+        assert_eq!(out.plain_tail(4), ("abcd".to_owned(), false));
+        // Never starts inside a character.
+        let out = capture(&["aé€".as_bytes()], OutputLimit::new(0, 64));
+        assert_eq!(out.plain_tail(4), ("€".to_owned(), true));
+        assert_eq!(Output::default().plain_tail(10), (String::new(), false));
     }
 
     #[test]

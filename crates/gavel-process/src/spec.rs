@@ -11,6 +11,22 @@ use std::time::Duration;
 /// happens to be lying around in the parent, such as API keys or CI tokens.
 pub const DEFAULT_INHERIT: &[&str] = &["PATH", "HOME", "LANG", "LC_ALL", "TERM", "TMPDIR", "TZ", "USER"];
 
+/// What [`SpawnSpec::plain_output`] sets, so tools print no colour:
+///
+/// - `NO_COLOR=1`: the common convention (no-color.org), read by most tools;
+/// - `CLICOLOR=0`: the BSD/macOS convention (`ls`, CMake, ...);
+/// - `TERM=dumb`: a terminal without colours or cursor movement, for tools
+///   that look at the terminal type (and in place of an inherited `TERM`);
+/// - `FORCE_COLOR=0`: what node's own colour detection and chalk's
+///   `supports-color` read (the latter ignores `NO_COLOR`); `0` turns colour
+///   off there. Some tools (Python's `rich`) take any `FORCE_COLOR` as
+///   "force a terminal"; `TERM=dumb` still keeps them colourless.
+///
+/// Whatever escape codes still come out are stripped from what gavel
+/// stores ([`crate::plain`]).
+pub const PLAIN_OUTPUT_ENV: &[(&str, &str)] =
+    &[("NO_COLOR", "1"), ("CLICOLOR", "0"), ("TERM", "dumb"), ("FORCE_COLOR", "0")];
+
 /// Default grace period between SIGTERM and SIGKILL.
 pub const DEFAULT_GRACE: Duration = Duration::from_secs(2);
 
@@ -146,6 +162,17 @@ impl SpawnSpec {
         self
     }
 
+    /// Asks the child for plain output, overriding what it would inherit:
+    /// [`PLAIN_OUTPUT_ENV`]. For commands whose output gavel stores (run
+    /// stages, goal criteria), not for agent CLIs.
+    #[must_use]
+    pub fn plain_output(mut self) -> Self {
+        for (name, value) in PLAIN_OUTPUT_ENV {
+            self = self.env(*name, *value);
+        }
+        self
+    }
+
     /// Replaces the inherit allowlist.
     #[must_use]
     pub fn inherit<I, S>(mut self, names: I) -> Self
@@ -262,6 +289,20 @@ mod tests {
                 ("EXTRA".into(), "1".into()),
             ]
         );
+    }
+
+    #[test]
+    fn plain_output_overrides_an_inherited_terminal() {
+        let parent = |name: &str| (name == "TERM").then(|| OsString::from("xterm-256color"));
+        let env = SpawnSpec::new("x", "/").plain_output().child_env(parent);
+        let get = |name: &str| env.iter().find(|(n, _)| n == name).map(|(_, v)| v.clone());
+        assert_eq!(get("TERM"), Some("dumb".into()));
+        assert_eq!(get("NO_COLOR"), Some("1".into()));
+        assert_eq!(get("CLICOLOR"), Some("0".into()));
+        assert_eq!(get("FORCE_COLOR"), Some("0".into()));
+        // Without it, the parent's terminal type is passed on as before.
+        let env = SpawnSpec::new("x", "/").child_env(parent);
+        assert!(env.contains(&("TERM".into(), "xterm-256color".into())));
     }
 
     #[test]

@@ -160,6 +160,7 @@ fn round_events(round: u32, out: &mut Vec<Event>) {
         ms: 212,
         output_tail: "not ok 1 - doubles a number\n  expected: 4\n  actual: 5\n# pass 0\n# fail 1\n"
             .to_owned(),
+        output_truncated: false,
         error: None,
     }));
     out.push(Event::Kickback(Kickback {

@@ -266,6 +266,9 @@ pub trait RecordEvent: Serialize + serde::de::DeserializeOwned + std::fmt::Debug
     /// gavel" messages.
     const KINDS: &'static [&'static str];
 
+    /// The event's `kind` as written, for messages about it.
+    fn kind_name(&self) -> &'static str;
+
     /// Whether a step counts as done once this event is written: its append
     /// is synced before the writer returns. Every event is, unless a kind
     /// says otherwise.
@@ -276,6 +279,10 @@ pub trait RecordEvent: Serialize + serde::de::DeserializeOwned + std::fmt::Debug
 
 impl RecordEvent for Event {
     const KINDS: &'static [&'static str] = &Event::KINDS;
+
+    fn kind_name(&self) -> &'static str {
+        self.kind()
+    }
 
     /// Effect results (a seat's reply or error, a command's run, a job's
     /// result, a person's approval) and session markers complete a step and
@@ -531,8 +538,13 @@ pub struct CheckRun {
     pub timed_out: bool,
     /// How long it ran, in milliseconds.
     pub ms: u64,
-    /// The last part of its combined output.
+    /// The last part of its combined output, without terminal escape
+    /// sequences.
     pub output_tail: String,
+    /// Whether `output_tail` holds less than the command printed (only its
+    /// end was kept). Written only when true: a record without it kept all.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub output_truncated: bool,
     /// Why it could not start at all (a missing program, a bad folder).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
@@ -757,7 +769,11 @@ pub struct RunResume {
     #[serde(default)]
     pub waiting_for: String,
     /// A new budget given with this resume; it holds for the rest of the run.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "gavel_domain::finite::serialize_option"
+    )]
     pub max_cost_usd: Option<f64>,
 }
 

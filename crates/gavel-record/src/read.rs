@@ -57,6 +57,10 @@ pub enum ReadError {
         #[source]
         source: std::io::Error,
     },
+    /// The path is not a regular file (a FIFO, a device, a folder): reading
+    /// it could block or never end, so it is refused before it is opened.
+    #[error("{0}")]
+    NotAFile(gavel_fs::read::ReadError),
     /// A line that is not a whole, valid event.
     #[error("{path}:{line}: {message}")]
     BadLine {
@@ -80,10 +84,23 @@ pub fn read_record(path: &Path) -> Result<Recording, ReadError> {
 /// thread reads its own byte range of the file, and the few lines that
 /// straddle two ranges are put together afterwards.
 pub fn read_record_typed<E: RecordEvent>(path: &Path) -> Result<Recording<E>, ReadError> {
-    let io = |source| ReadError::Io { path: path.to_owned(), source };
-    let file = std::fs::File::open(path).map_err(io)?;
-    let len = file.metadata().map_err(io)?.len();
+    let (file, meta) = open_record(path)?;
+    let len = meta.len();
     read_in_pieces(path, &file, len, usize::try_from(len).map_or(1, parallelism))
+}
+
+/// Opens a record for reading: a regular file (a link to one is fine), and
+/// never a FIFO or a device, which could block the reader or never end.
+pub(crate) fn open_record(path: &Path) -> Result<(std::fs::File, std::fs::Metadata), ReadError> {
+    use gavel_fs::read::ReadError as FileError;
+    gavel_fs::read::open(path, gavel_fs::read::UserFile::Record).map_err(|err| match err {
+        FileError::Missing { .. } => ReadError::Io {
+            path: path.to_owned(),
+            source: std::io::Error::from(std::io::ErrorKind::NotFound),
+        },
+        FileError::Unreadable { source, .. } => ReadError::Io { path: path.to_owned(), source },
+        other => ReadError::NotAFile(other),
+    })
 }
 
 /// [`read_record_typed`] with the file's `len` bytes read in `n` ranges.
@@ -107,7 +124,12 @@ fn read_in_pieces<E: RecordEvent>(
             return Ok(recording);
         }
     }
-    let bytes = std::fs::read(path).map_err(|source| ReadError::Io { path: path.to_owned(), source })?;
+    // From the handle that was checked to be a regular file, from its start.
+    let mut bytes = Vec::new();
+    let mut handle = file;
+    std::io::Seek::seek(&mut handle, std::io::SeekFrom::Start(0))
+        .and_then(|_| std::io::Read::read_to_end(&mut handle, &mut bytes))
+        .map_err(|source| ReadError::Io { path: path.to_owned(), source })?;
     parse_in_pieces(path, &bytes, 1)
 }
 

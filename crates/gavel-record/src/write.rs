@@ -60,6 +60,21 @@ pub enum WriteError {
         /// What is different.
         what: String,
     },
+    /// The record's path is not a regular file (a FIFO, a device, a
+    /// folder): appending to it could block or lose the events.
+    #[error("{0}")]
+    NotAFile(gavel_fs::read::ReadError),
+    /// An event holds a value its reader would reject (a number that is not
+    /// finite): refused, so the record stays one gavel can read.
+    #[error("cannot write a `{kind}` event to the record {path}: {message}")]
+    Unwritable {
+        /// The record's path.
+        path: PathBuf,
+        /// The event's kind.
+        kind: String,
+        /// What is wrong with it.
+        message: String,
+    },
     /// An earlier append failed; the writer refuses more so no gap can appear.
     #[error(
         "the record {path} could not be written earlier in this process; resume the run once the cause is fixed"
@@ -127,6 +142,10 @@ impl<E: RecordEvent> RecordWriter<E> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(|source| io(path, source))?;
         }
+        // Before the lock and the open: opening a FIFO to append waits for a
+        // reader, and a device or a folder never holds a record.
+        gavel_fs::read::check_absent_or_regular(path, gavel_fs::read::UserFile::Record)
+            .map_err(WriteError::NotAFile)?;
         let lock = RunLock::acquire(path)?;
         let file = open_append(path)?;
         let len = file.metadata().map_err(|source| io(path, source))?.len();
@@ -225,7 +244,13 @@ impl<E: RecordEvent> RecordWriter<E> {
         }
         let envelope = Envelope { v: FORMAT_VERSION, seq: self.next_seq, at, event };
         // One buffer, one write: a crash leaves at most one torn line at the end.
-        let mut line = serde_json::to_vec(&envelope).map_err(|e| io(&self.path, e.into()))?;
+        // A value the reader would reject (a number that is not finite) is
+        // refused here, before a byte is written: the record stays readable.
+        let mut line = serde_json::to_vec(&envelope).map_err(|err| WriteError::Unwritable {
+            path: self.path.clone(),
+            kind: envelope.event.kind_name().to_owned(),
+            message: err.to_string(),
+        })?;
         line.push(b'\n');
         let sync = self.durability == Durability::Synced && envelope.event.completes_a_step();
         if let Err(source) = self.write_durably(&line, sync) {

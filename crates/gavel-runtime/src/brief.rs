@@ -34,8 +34,11 @@ struct FrontMatter {
 impl Brief {
     /// Reads and splits a brief.
     pub fn load(path: &Path) -> Result<Self, Box<Located>> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|err| Box::new(Located::whole_file(path, format!("cannot read the brief: {err}"))))?;
+        let text = gavel_fs::read::read_text(path, gavel_fs::read::UserFile::Brief).map_err(|err| {
+            Box::new(
+                Located::about_file(path, err.message()).with_hint(err.hint_or("check the brief's path")),
+            )
+        })?;
         Self::parse(path, text)
     }
 

@@ -606,7 +606,9 @@ impl<'o> Executor<'o> {
                 };
                 tasks.spawn(async move {
                     let started = Instant::now();
-                    let answer = tokio::time::timeout(timeout + SEAT_GRACE, seat.answer(&request)).await;
+                    let answer = tokio::time::timeout(timeout + SEAT_GRACE, seat.answer(&request))
+                        .await
+                        .map(|answered| answered.and_then(gavel_seats::Reply::checked));
                     let ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
                     let result = match answer {
                         Ok(Ok(reply)) => SeatResult::Reply(SeatReply {

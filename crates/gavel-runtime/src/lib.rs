@@ -246,7 +246,10 @@ impl RunError {
             | RunError::Refused(_)
             | RunError::Locked(_)
             | RunError::Read(_)
-            | RunError::Write(WriteError::Exists { .. } | WriteError::Locked(_)) => exit::INVALID,
+            | RunError::Prompt(prompts::PromptError::File(_))
+            | RunError::Write(WriteError::Exists { .. } | WriteError::Locked(_) | WriteError::NotAFile(_)) => {
+                exit::INVALID
+            }
             RunError::Write(_) | RunError::Prompt(_) => exit::INTERNAL,
             RunError::BudgetSpent { .. } => exit::PAUSED,
         }

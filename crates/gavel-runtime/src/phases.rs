@@ -22,7 +22,8 @@ use crate::{RunError, Status};
 use gavel_domain::rules::{self, OnCap};
 
 /// How much of each file a read-only seat is shown in its prompt.
-const FILE_LIMIT: usize = 64 * 1024;
+const FILE_LIMIT: u64 = 64 * 1024;
+const WORKSPACE_FILE: gavel_fs::read::UserFile = gavel_fs::read::UserFile::WorkspaceFile;
 /// How much of a command's output is recorded and sent back.
 const OUTPUT_TAIL: usize = 4 * 1024;
 
@@ -55,17 +56,19 @@ impl Files {
         self.views.get_or_init(|| {
             self.paths
                 .iter()
-                .map(|path| match std::fs::read(self.root.join(path)) {
-                    Ok(bytes) => {
-                        let mut content =
-                            String::from_utf8_lossy(&bytes[..bytes.len().min(FILE_LIMIT)]).into_owned();
-                        if bytes.len() > FILE_LIMIT {
-                            let _ =
-                                write!(content, "\n… ({} more bytes not shown)", bytes.len() - FILE_LIMIT);
+                // Only the head is read, and only from a regular file: a
+                // FIFO or a device named here must not hang the run.
+                .map(|path| {
+                    match gavel_fs::read::read_head(&self.root.join(path), WORKSPACE_FILE, FILE_LIMIT) {
+                        Ok((bytes, size)) => {
+                            let mut content = String::from_utf8_lossy(&bytes).into_owned();
+                            if size > FILE_LIMIT {
+                                let _ = write!(content, "\n… ({} more bytes not shown)", size - FILE_LIMIT);
+                            }
+                            FileView { path: path.clone(), missing: false, content }
                         }
-                        FileView { path: path.clone(), missing: false, content }
+                        Err(_) => FileView { path: path.clone(), missing: true, content: String::new() },
                     }
-                    Err(_) => FileView { path: path.clone(), missing: true, content: String::new() },
                 })
                 .collect()
         })
@@ -615,7 +618,11 @@ impl Executor<'_> {
         let finding = Finding {
             id: format!("{}.1", stage.name),
             severity: Severity::Block,
-            evidence: format!("`{command}` {result}. Its output ends:\n{}", check.output_tail),
+            // Cleaned again: a record written by an older gavel kept colour codes.
+            evidence: format!(
+                "`{command}` {result}. Its output ends:\n{}",
+                gavel_process::plain::plain_text(check.output_tail.as_bytes())
+            ),
             fix: None,
             raised_by: vec![stage.name.clone()],
             members: Vec::new(),
@@ -869,7 +876,20 @@ pub(crate) fn observe_build(workspace: &Path, stage: &str, round: u32, writes: &
 
 /// The SHA-256 of a file's bytes, hex; `None` when it cannot be read.
 fn sha256_of(path: &Path) -> Option<String> {
-    std::fs::read(path).ok().map(|bytes| hex::encode(Sha256::digest(&bytes)))
+    // Streamed from a handle checked to be a regular file: a FIFO left at a
+    // `writes` path must not hang the run, nor a huge file fill memory.
+    let (mut file, _) = gavel_fs::read::open(path, WORKSPACE_FILE).ok()?;
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        match std::io::Read::read(&mut file, &mut buf) {
+            Ok(0) => break,
+            Ok(n) => hasher.update(&buf[..n]),
+            Err(err) if err.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return None,
+        }
+    }
+    Some(hex::encode(hasher.finalize()))
 }
 
 fn command_text(command: &CommandSpec) -> String {
@@ -889,26 +909,41 @@ async fn run_command(workspace: &Path, stage: &str, round: u32, run: &RunStage) 
         CommandSpec::Shell(line) => (SpawnSpec::shell(line, workspace), None, Some(line.clone())),
     };
     let started = std::time::Instant::now();
-    let finished = gavel_process::run(spec.timeout(run.timeout)).await;
+    // Plain output: the tail is stored in the record and sent back to a
+    // builder, where colour codes are noise.
+    let finished = gavel_process::run(spec.plain_output().timeout(run.timeout)).await;
     let ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-    let (exit, timed_out, output_tail, error) = match finished {
+    let (exit, timed_out, output_tail, output_truncated, error) = match finished {
         Ok(done) => {
             let exit = match done.outcome {
                 ProcessOutcome::Exited(code) => Some(code),
                 ProcessOutcome::Signaled(_) | ProcessOutcome::TimedOut { .. } => None,
             };
             let timed_out = matches!(done.outcome, ProcessOutcome::TimedOut { .. });
-            let mut tail = done.stdout.tail_text(OUTPUT_TAIL);
-            let err = done.stderr.tail_text(OUTPUT_TAIL);
+            // Escape sequences stripped; cut when what is kept is less than
+            // what the command printed.
+            let (mut tail, out_cut) = done.stdout.plain_tail(OUTPUT_TAIL);
+            let (err, err_cut) = done.stderr.plain_tail(OUTPUT_TAIL);
             if !err.trim().is_empty() {
                 if !tail.is_empty() && !tail.ends_with('\n') {
                     tail.push('\n');
                 }
                 tail.push_str(&err);
             }
-            (exit, timed_out, tail, None)
+            (exit, timed_out, tail, out_cut || err_cut, None)
         }
-        Err(err) => (None, false, String::new(), Some(err.to_string())),
+        Err(err) => (None, false, String::new(), false, Some(err.to_string())),
     };
-    CheckRun { stage: stage.to_owned(), round, argv, shell, exit, timed_out, ms, output_tail, error }
+    CheckRun {
+        stage: stage.to_owned(),
+        round,
+        argv,
+        shell,
+        exit,
+        timed_out,
+        ms,
+        output_tail,
+        output_truncated,
+        error,
+    }
 }

@@ -46,6 +46,10 @@ pub enum PromptError {
         /// Where an override would go.
         dir: String,
     },
+    /// An override could not be read (not a regular file, too large, not
+    /// text): the person's file is at fault, not the engine.
+    #[error(transparent)]
+    File(Box<gavel_domain::Located>),
     /// The template (shipped or overridden) is broken.
     #[error("the `{kind}` prompt template {origin}: {message}")]
     Template {
@@ -56,6 +60,20 @@ pub enum PromptError {
         /// What minijinja said.
         message: String,
     },
+}
+
+/// The override of `kind`'s template in `dir`, when there is one: a
+/// bounded read of a regular file (a FIFO or a device there is an error,
+/// never a hang); a missing file means the shipped template.
+pub fn read_override(dir: &Path, kind: RequestKind) -> Result<Option<String>, PromptError> {
+    let path = dir.join(format!("{kind}.md"));
+    match gavel_fs::read::read_text(&path, gavel_fs::read::UserFile::Prompt) {
+        Ok(text) => Ok(Some(text)),
+        Err(err) if err.is_missing() => Ok(None),
+        Err(err) => Err(PromptError::File(Box::new(
+            gavel_domain::Located::about_file(&path, err.message()).with_hint(err.hint()),
+        ))),
+    }
 }
 
 /// The templates of one run, each compiled once on first use.
@@ -111,11 +129,10 @@ impl Prompts {
     }
 
     fn source(&self, kind: RequestKind) -> Result<(String, String), PromptError> {
-        if let Some(dir) = &self.dir {
-            let path = dir.join(format!("{kind}.md"));
-            if let Ok(text) = std::fs::read_to_string(&path) {
-                return Ok((text, path.display().to_string()));
-            }
+        if let Some(dir) = &self.dir
+            && let Some(text) = read_override(dir, kind)?
+        {
+            return Ok((text, dir.join(format!("{kind}.md")).display().to_string()));
         }
         builtin(kind).map(|t| (t.to_owned(), "(shipped)".to_owned())).ok_or_else(|| PromptError::Missing {
             kind,

@@ -46,6 +46,13 @@ pub fn locate(run: &str, workspace: &Path) -> Result<PathBuf, String> {
     if as_path.is_file() {
         return Ok(as_path.to_owned());
     }
+    // A FIFO or a device is named as it is, so the person learns why it is
+    // refused (reading one could block or never end).
+    if !as_path.is_dir()
+        && let Err(err) = gavel_fs::read::check_absent_or_regular(as_path, gavel_fs::read::UserFile::Record)
+    {
+        return Err(format!("{err}; {}", err.hint()));
+    }
     if as_path.is_dir() && as_path.join(RECORD_FILE).is_file() {
         return Ok(as_path.join(RECORD_FILE));
     }
@@ -76,5 +83,14 @@ mod tests {
         assert!(check_run_id(&a).is_ok());
         assert!(check_run_id("../x").is_err());
         assert!(check_run_id("").is_err());
+    }
+
+    #[test]
+    fn a_record_path_that_is_not_a_file_is_named_as_what_it_is() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = locate("/dev/zero", dir.path()).unwrap_err();
+        assert!(err.starts_with("/dev/zero: cannot read the record: it is a character device"), "{err}");
+        let err = locate("nope/events.jsonl", dir.path()).unwrap_err();
+        assert!(err.starts_with("no record at nope/events.jsonl"), "{err}");
     }
 }

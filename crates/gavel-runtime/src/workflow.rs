@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use gavel_domain::rules::{Blocks, OnCap, Question, QuestionKind, default_questions};
 use gavel_domain::{Engine, Family, Located, SeatSpec};
+use gavel_fs::read::UserFile;
 use gavel_seats::{BuildError, Seat, build_seat, seat_family};
 use serde::Deserialize;
 use sha2::{Digest as _, Sha256};
@@ -408,10 +409,10 @@ pub struct Workflow {
 impl Workflow {
     /// Reads, parses and validates a workflow file.
     pub fn load(path: &Path) -> Result<Self, Box<Located>> {
-        let source = std::fs::read_to_string(path).map_err(|err| {
+        let source = gavel_fs::read::read_text(path, UserFile::Workflow).map_err(|err| {
             Box::new(
-                Located::whole_file(path, format!("cannot read the workflow: {err}"))
-                    .with_hint("give the path to a workflow .toml file"),
+                Located::about_file(path, err.message())
+                    .with_hint(err.hint_or("give the path to a workflow .toml file")),
             )
         })?;
         Self::parse(path, &source)
@@ -454,7 +455,7 @@ impl Workflow {
             }
             let spec = gavel_process::SpawnSpec::new(program, workspace);
             if let Err(err) = gavel_process::locate(&spec) {
-                let source = std::fs::read_to_string(&self.file).unwrap_or_default();
+                let source = gavel_fs::read::read_text(&self.file, UserFile::Workflow).unwrap_or_default();
                 return Err(Box::new(
                     Located::new(
                         &self.file,
@@ -796,6 +797,15 @@ impl Compiler<'_> {
                     "give a folder, relative to this file, holding <kind>.md templates (write.md, review.md, ...)",
                 ));
             }
+            // Each override is read now too, so a template that is a FIFO, a
+            // device or too large is refused before the run starts.
+            for kind in gavel_domain::RequestKind::ALL {
+                if let Err(crate::prompts::PromptError::File(located)) =
+                    crate::prompts::read_override(&path, kind)
+                {
+                    return Err(located);
+                }
+            }
             options.prompts_dir = Some(path);
         }
         Ok(options)
@@ -813,14 +823,14 @@ impl Compiler<'_> {
 
     fn brief(&self, value: &S<String>, dir: &Path) -> Result<Brief, Box<Located>> {
         let path = dir.join(value.get_ref());
-        if !path.is_file() {
-            return Err(self.err(
+        match Brief::load(&path) {
+            Err(_) if !path.exists() => Err(self.err(
                 value.span(),
                 format!("the brief {} does not exist", path.display()),
                 "`brief` is a Markdown file, relative to this workflow file",
-            ));
+            )),
+            loaded => loaded,
         }
-        Brief::load(&path)
     }
 
     fn seats(
@@ -847,6 +857,22 @@ impl Compiler<'_> {
                     spec.span(),
                     format!("seat `{}` uses the script engine but names no script", name.get_ref()),
                     format!("add `script = \"seats/{}.toml\"` (relative to this file)", name.get_ref()),
+                ));
+            }
+            // A price is a user-given number like `max_cost_usd`: TOML reads
+            // `nan` and `inf`, which would make every request's cost unusable.
+            if let Some(price) = &spec_ref.price
+                && [price.input, price.output].iter().any(|p| !p.is_finite() || *p < 0.0)
+            {
+                return Err(self.err(
+                    spec.span(),
+                    format!(
+                        "seat `{}` has `price = {{ input = {}, output = {} }}`",
+                        name.get_ref(),
+                        price.input,
+                        price.output
+                    ),
+                    "write what the model costs in US dollars per million tokens, 0 or more, e.g. price = { input = 3.0, output = 15.0 }",
                 ));
             }
             if spec_ref.engine != Engine::Script && spec_ref.model.is_none() {

@@ -61,6 +61,19 @@ pub struct Reply {
     pub session: Option<String>,
 }
 
+impl Reply {
+    /// The reply, or an engine error when its usage cannot be recorded: a
+    /// cost that is not finite or below zero (see [`Usage::problem`]). Every
+    /// caller of [`Seat::answer`] passes the reply through here, so no
+    /// engine's figures reach the record or a budget unchecked.
+    pub fn checked(self) -> Result<Reply, SeatError> {
+        match self.usage.problem() {
+            Some(problem) => Err(SeatError::Engine(format!("{problem}; the reply was not used"))),
+            None => Ok(self),
+        }
+    }
+}
+
 /// Why a seat gave no answer: an engine error, never a decision.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SeatError {

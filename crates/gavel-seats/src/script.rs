@@ -162,11 +162,10 @@ impl Script {
 
     /// Reads and parses a script file.
     pub fn load(path: &Path) -> Result<Self, Box<Located>> {
-        let text = std::fs::read_to_string(path).map_err(|err| {
-            Box::new(
-                Located::whole_file(path, format!("cannot read the script seat: {err}"))
-                    .with_hint("check the seat's `script` path; it is relative to the workflow file"),
-            )
+        let text = gavel_fs::read::read_text(path, gavel_fs::read::UserFile::Script).map_err(|err| {
+            Box::new(Located::about_file(path, err.message()).with_hint(
+                err.hint_or("check the seat's `script` path; it is relative to the workflow file"),
+            ))
         })?;
         Self::parse(path, &text)
     }

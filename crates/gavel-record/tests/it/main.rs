@@ -16,6 +16,8 @@ use gavel_record::{Event, RecordWriter, RunLock, RunState, RunStatus, WriteError
 use pretty_assertions::assert_eq;
 use proptest::prelude::*;
 
+mod round_trip;
+
 fn key(attempt: u32) -> SeatKey {
     SeatKey { stage: "write".into(), round: 1, seat: "writer".into(), request: RequestKind::Write, attempt }
 }
