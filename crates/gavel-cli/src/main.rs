@@ -167,6 +167,9 @@ fn main() -> ExitCode {
             return code_of(code);
         }
     };
+    // Keys in gavel's own environment are scrubbed from everything shown,
+    // whichever command shows it; seats remember the keys they are handed.
+    gavel_seats::secret::remember_secret_env();
     let style = Style::detect(cli.quiet);
     let code = match dispatch(cli.command, &style) {
         Ok(code) => code,
@@ -291,9 +294,11 @@ fn finish(outcome: &Outcome, json: bool, style: &Style) -> i32 {
     outcome.status.exit_code()
 }
 
+/// Prints one JSON value on stdout, scrubbed of every secret the process knows.
 fn print_json(value: &serde_json::Value) {
+    let value = gavel_seats::secret::scrub_value(value.clone());
     let mut out = std::io::stdout().lock();
-    let _ = serde_json::to_writer_pretty(&mut out, value);
+    let _ = serde_json::to_writer_pretty(&mut out, &value);
     let _ = writeln!(out);
 }
 
@@ -332,7 +337,8 @@ fn status(args: &StatusArgs, style: &Style) -> Result<i32, RunError> {
         print_json(&value);
     } else {
         let mut out = std::io::stdout().lock();
-        let _ = write!(out, "{}", describe::status(&state, &record, live.as_deref()));
+        let text = describe::status(&state, &record, live.as_deref());
+        let _ = write!(out, "{}", gavel_seats::secret::scrub(&text));
     }
     Ok(exit::PASS)
 }
@@ -345,7 +351,9 @@ fn log(args: &LogArgs, style: &Style) -> Result<i32, RunError> {
     }
     let mut out = std::io::stdout().lock();
     for envelope in &recording.events {
-        let _ = writeln!(out, "{}", describe::line(envelope));
+        // The record is scrubbed when written; this also covers keys a
+        // record from elsewhere (or an older gavel) may hold.
+        let _ = writeln!(out, "{}", gavel_seats::secret::scrub(&describe::line(envelope)));
     }
     Ok(exit::PASS)
 }

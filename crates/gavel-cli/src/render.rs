@@ -194,7 +194,7 @@ impl<'s> Progress<'s> {
         }
         match &state.multi {
             Some(multi) => {
-                let _ = multi.println(line);
+                let _ = multi.println(gavel_seats::secret::scrub(&line));
             }
             None => say(&line),
         }
@@ -287,7 +287,10 @@ impl Diagnostic for FileDiagnostic {
     }
 }
 
+/// Writes one line to stderr, scrubbed of every secret the process knows
+/// (the record is scrubbed already; this guards what never went through it).
 fn say(line: &str) {
+    let line = gavel_seats::secret::scrub(line);
     let mut err = std::io::stderr().lock();
     let _ = writeln!(err, "{line}");
 }

@@ -21,3 +21,4 @@ mod panel;
 mod record_damage;
 mod rounds;
 mod runs;
+mod secrets;
