@@ -557,8 +557,9 @@ impl<'o> Executor<'o> {
                     } else {
                         // Only a request that is sent needs its prompt: a
                         // replay of recorded answers renders nothing.
-                        let prompt = prompt_for(idx, slots[idx].note.as_deref())?;
-                        live.push((idx, key, prompt, turn, target.writes.clone()));
+                        let note = slots[idx].note.clone();
+                        let prompt = prompt_for(idx, note.as_deref())?;
+                        live.push((idx, key, prompt, note, turn, target.writes.clone()));
                         break;
                     }
                 }
@@ -573,10 +574,13 @@ impl<'o> Executor<'o> {
                 }
             }
             let mut tasks = JoinSet::new();
-            for (idx, key, prompt, turn, writes) in live {
-                self.st()
-                    .journal
-                    .record_request(SeatRequest { key: key.clone(), prompt_sha256: prompt.sha256.clone() })?;
+            for (idx, key, prompt, note, turn, writes) in live {
+                // The note sent with an "ask once more" is a reason: it is recorded.
+                self.st().journal.record_request(SeatRequest {
+                    key: key.clone(),
+                    prompt_sha256: prompt.sha256.clone(),
+                    note,
+                })?;
                 self.observer.on_seat_start(&key);
                 let Some(entry) = self.workflow.seat(&key.seat) else {
                     let error = format!("no seat named `{}`", key.seat);

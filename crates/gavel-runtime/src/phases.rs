@@ -645,6 +645,8 @@ impl Executor<'_> {
         let mut ask_round = self.st().asks_used.get(&stage.name).copied().unwrap_or(0) + 1;
         self.st().pass_first_ask.insert(stage.name.clone(), ask_round);
         let mut asked_again = false;
+        // Why the next ask is made again, for its record.
+        let mut ask_reason: Option<String> = None;
         loop {
             self.st().asks_used.insert(stage.name.clone(), ask_round);
             let existing =
@@ -658,6 +660,7 @@ impl Executor<'_> {
                     stage: stage.name.clone(),
                     round: ask_round,
                     files: hashes.clone(),
+                    reason: ask_reason.take(),
                 }))?;
                 hashes
             };
@@ -699,6 +702,7 @@ impl Executor<'_> {
                     .report(&stage.name)
                     .decisions
                     .push(format!("round {stage_round}: {note}; asked again"));
+                ask_reason = Some(note);
                 continue;
             }
             let ask = crate::ApprovalAsk {

@@ -18,6 +18,7 @@ mod lock;
 mod malformed;
 mod outcomes;
 mod panel;
+mod reasons;
 mod record_damage;
 mod rounds;
 mod runs;
