@@ -39,7 +39,9 @@ fn what_raw(event: &Event) -> String {
                 short(&e.prompt_sha256)
             );
             if let Some(note) = &e.note {
-                let _ = write!(s, "; asked once more: {note}");
+                // The first sentence says what was wrong; the record has the rest.
+                let first = note.split_once(". ").map_or(note.as_str(), |(first, _)| first);
+                let _ = write!(s, "; asked once more: {}", first.trim_end_matches('.'));
             }
             s
         }

@@ -107,7 +107,9 @@ struct RunArgs {
 struct RunRef {
     /// A run id under .gavel/runs, or a record path.
     run: String,
-    /// The workspace whose .gavel/runs holds the run (default: the current directory).
+    /// The workspace whose .gavel/runs holds the run (default: the current
+    /// directory). A run that goes on (resume, approve) works in this folder;
+    /// without it, in the folder whose .gavel/ holds the record.
     #[arg(long, value_name = "DIR")]
     workspace: Option<PathBuf>,
 }
@@ -237,6 +239,7 @@ fn resume(args: &ResumeArgs, style: &Style) -> Result<i32, RunError> {
         approver: approver_for(args.answers.as_deref())?,
         max_cost_usd: args.max_cost_usd,
         workflow: None,
+        workspace: args.run.workspace.clone(),
     };
     let progress = render::Progress::new(style);
     let outcome = runtime()?.block_on(gavel_runtime::resume(request, &progress))?;
@@ -279,8 +282,13 @@ fn approve(args: &ApproveArgs, style: &Style) -> Result<i32, RunError> {
         by: approve::person(args.by.as_deref()),
         reason: args.reason.clone().unwrap_or_default(),
     };
-    let request =
-        ResumeRequest { record, approver: Some(Arc::new(answer)), max_cost_usd: None, workflow: None };
+    let request = ResumeRequest {
+        record,
+        approver: Some(Arc::new(answer)),
+        max_cost_usd: None,
+        workflow: None,
+        workspace: args.run.workspace.clone(),
+    };
     let progress = render::Progress::new(style);
     let outcome = runtime()?.block_on(gavel_runtime::resume(request, &progress))?;
     Ok(finish(&outcome, args.json, style))
@@ -407,5 +415,9 @@ impl Observer for render::Progress<'_> {
 
     fn on_warning(&self, message: &str) {
         self.warning(message);
+    }
+
+    fn on_note(&self, message: &str) {
+        self.notice(message);
     }
 }

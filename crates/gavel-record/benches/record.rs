@@ -167,6 +167,8 @@ fn round_events(round: u32, out: &mut Vec<Event>) {
         output_tail: "not ok 1 - doubles a number\n  expected: 4\n  actual: 5\n# pass 0\n# fail 1\n"
             .to_owned(),
         error: None,
+        files: BTreeMap::new(),
+        missing: Vec::new(),
     }));
     out.push(Event::Kickback(Kickback {
         from: "test".to_owned(),

@@ -542,6 +542,14 @@ pub struct CheckRun {
     /// Why it could not start at all (a missing program, a bad folder).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// The files earlier stages built, as the command left them, with their
+    /// SHA-256 (a command may rewrite them, e.g. a formatter): resume checks
+    /// the workspace against the latest state the record holds.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub files: BTreeMap<String, String>,
+    /// Those of them that did not exist after the command.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub missing: Vec<String>,
 }
 
 /// `job:done`: how a custom job came out. Its result is an effect: a
@@ -785,6 +793,10 @@ pub struct RunResume {
     /// A new budget given with this resume; it holds for the rest of the run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_cost_usd: Option<f64>,
+    /// The folder the run goes on in from here, absolute (it may differ from
+    /// the one it started in: a copied workspace, `--workspace`).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub workspace: String,
 }
 
 /// How a run ended.

@@ -77,7 +77,8 @@ pub struct RunState {
     pub workflow: String,
     /// The workflow file.
     pub file: String,
-    /// The workspace.
+    /// The workspace: where the run started, or where the latest resume
+    /// took it up.
     pub workspace: String,
     /// SHA-256 of the workflow and brief when the run started.
     pub digest: String,
@@ -225,9 +226,12 @@ impl RunState {
                     waiting_for: pause.waiting_for.clone(),
                 };
             }
-            Event::RunResume(_) => {
+            Event::RunResume(resume) => {
                 self.resumes += 1;
                 self.status = RunStatus::Running;
+                if !resume.workspace.is_empty() {
+                    self.workspace.clone_from(&resume.workspace);
+                }
             }
             Event::RunEnd(end) => {
                 self.rounds = end.rounds;

@@ -285,6 +285,13 @@ impl<'o> Journal<'o> {
         Ok(build)
     }
 
+    /// Every path a recorded `build:done` names (built or missing), sorted.
+    pub fn built_paths(&self) -> Vec<String> {
+        let paths: std::collections::BTreeSet<&String> =
+            self.builds.values().flat_map(|b| b.files.keys().chain(&b.missing)).collect();
+        paths.into_iter().cloned().collect()
+    }
+
     /// A command run the record holds, if any.
     pub fn check_run(&self, stage: &str, round: u32) -> Option<CheckRun> {
         self.checks.get(&(stage.to_owned(), round)).cloned()
@@ -325,14 +332,9 @@ impl<'o> Journal<'o> {
         self.append(Event::RunPause(RunPause { reason, waiting_for })).map(|_| ())
     }
 
-    /// Records that this process takes the run up again.
-    pub fn resume(
-        &mut self,
-        reason: String,
-        waiting_for: String,
-        max_cost_usd: Option<f64>,
-    ) -> Result<(), WriteError> {
-        self.append(Event::RunResume(RunResume { reason, waiting_for, max_cost_usd })).map(|_| ())
+    /// Records that this process takes the run up again, in `workspace`.
+    pub fn resume(&mut self, resume: RunResume) -> Result<(), WriteError> {
+        self.append(Event::RunResume(resume)).map(|_| ())
     }
 
     /// Records the end of the run (once).

@@ -594,7 +594,12 @@ impl Executor<'_> {
         let check = if let Some(check) = recorded {
             check
         } else {
-            let check = run_command(&workspace, &stage.name, round, run).await;
+            let mut check = run_command(&workspace, &stage.name, round, run).await;
+            // The built files as the command left them: resume checks the
+            // workspace against the latest state the record holds.
+            let built = self.st().journal.built_paths();
+            let after = observe_build(&workspace, &stage.name, round, &built);
+            (check.files, check.missing) = (after.files, after.missing);
             self.st().journal.record_check(check.clone())?;
             check
         };
@@ -914,5 +919,17 @@ async fn run_command(workspace: &Path, stage: &str, round: u32, run: &RunStage) 
         }
         Err(err) => (None, false, String::new(), Some(err.to_string())),
     };
-    CheckRun { stage: stage.to_owned(), round, argv, shell, exit, timed_out, ms, output_tail, error }
+    CheckRun {
+        stage: stage.to_owned(),
+        round,
+        argv,
+        shell,
+        exit,
+        timed_out,
+        ms,
+        output_tail,
+        error,
+        files: BTreeMap::new(),
+        missing: Vec::new(),
+    }
 }
