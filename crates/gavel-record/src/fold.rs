@@ -255,19 +255,17 @@ impl RunState {
 mod tests {
     #![allow(clippy::unwrap_used)]
 
+    use std::fmt::Write as _;
     use std::path::Path;
 
     use super::*;
     use crate::read::parse_record;
 
     fn fold(lines: &[&str]) -> RunState {
-        let text: String = lines
-            .iter()
-            .enumerate()
-            .map(|(i, data)| {
-                format!("{{\"v\":1,\"seq\":{},\"at\":\"2026-01-01T00:00:00Z\",{data}}}\n", i + 1)
-            })
-            .collect();
+        let mut text = String::new();
+        for (i, data) in lines.iter().enumerate() {
+            let _ = writeln!(text, "{{\"v\":1,\"seq\":{},\"at\":\"2026-01-01T00:00:00Z\",{data}}}", i + 1);
+        }
         let recording = parse_record(Path::new("events.jsonl"), text.as_bytes()).unwrap();
         RunState::fold(&recording.events)
     }

@@ -125,15 +125,14 @@ pub async fn resume(request: ResumeRequest, observer: &dyn Observer) -> Result<O
     let folder = crate::runs::resume_folder(record, workspace.as_deref(), &state.workspace)
         .map_err(RunError::Refused)?;
     let workspace = folder.workspace;
-    let mut workflow = match built {
-        Some(workflow) => workflow,
-        None => {
-            let started_in = recording.events.iter().find_map(|e| match &e.event {
-                Event::RunStart(start) => Some(start.workspace.as_str()),
-                _ => None,
-            });
-            Workflow::load(&workflow_file(&state.file, started_in.unwrap_or_default(), &workspace))?
-        }
+    let mut workflow = if let Some(workflow) = built {
+        workflow
+    } else {
+        let started_in = recording.events.iter().find_map(|e| match &e.event {
+            Event::RunStart(start) => Some(start.workspace.as_str()),
+            _ => None,
+        });
+        Workflow::load(&workflow_file(&state.file, started_in.unwrap_or_default(), &workspace))?
     };
     if workflow.digest != state.digest {
         return Err(RunError::Refused(format!(

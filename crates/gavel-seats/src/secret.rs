@@ -97,7 +97,7 @@ pub fn remember(secret: &Secret) {
         return;
     }
     known.push(secret.clone());
-    known.sort_by(|a, b| b.value.len().cmp(&a.value.len()));
+    known.sort_by_key(|s| std::cmp::Reverse(s.value.len()));
 }
 
 /// Remembers `value` when `name` looks like it holds a secret (a seat's
@@ -316,7 +316,6 @@ mod tests {
     #[test]
     fn every_string_of_a_value_is_scrubbed_map_keys_included() {
         use std::collections::BTreeMap;
-        remember(&Secret::new("VALUE_KEY", "val-1f2e3d4c5b6a"));
         #[derive(Debug, PartialEq, serde::Serialize, serde::Deserialize)]
         struct Shape {
             text: String,
@@ -325,6 +324,7 @@ mod tests {
             count: u64,
             cost: f64,
         }
+        remember(&Secret::new("VALUE_KEY", "val-1f2e3d4c5b6a"));
         let dirty = Shape {
             text: "says val-1f2e3d4c5b6a".into(),
             list: vec!["ok".into(), "val-1f2e3d4c5b6a!".into()],

@@ -20,6 +20,7 @@ mod outcomes;
 mod panel;
 mod reasons;
 mod record_damage;
+mod resume_where;
 mod rounds;
 mod runs;
 mod secrets;
