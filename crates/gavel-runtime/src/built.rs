@@ -181,3 +181,202 @@ fn observe(path: &Path) -> Now {
         _ => Now::Other,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use std::collections::BTreeMap;
+
+    use gavel_domain::RequestKind;
+    use gavel_record::event::{ApprovalRequest, BuildDone, CheckRun, SeatKey, SeatRequest, StageStart};
+
+    use super::*;
+
+    /// A workflow: `a` builds `x.md` and `y.md`, `gate` runs a command, `b`
+    /// builds `x.md` again.
+    fn workflow(dir: &Path) -> Workflow {
+        std::fs::write(dir.join("w.toml"), "[[write]]\nreply = \"ok\"\n").unwrap();
+        std::fs::write(dir.join("brief.md"), "# Brief\n\nDo it.\n").unwrap();
+        let source = r#"name = "w"
+brief = "brief.md"
+[seats]
+w = { engine = "script", script = "w.toml", family = "anthropic" }
+[[stage]]
+name = "a"
+agent = "w"
+writes = ["x.md", "y.md"]
+[[stage]]
+name = "gate"
+run = "true"
+[[stage]]
+name = "b"
+agent = "w"
+writes = ["x.md"]
+"#;
+        Workflow::parse(&dir.join("workflow.toml"), source).unwrap()
+    }
+
+    fn at(events: Vec<Event>) -> Vec<Envelope> {
+        events
+            .into_iter()
+            .enumerate()
+            .map(|(i, event)| Envelope { v: 1, seq: i as u64 + 1, at: jiff::Timestamp::UNIX_EPOCH, event })
+            .collect()
+    }
+
+    fn sha(text: &str) -> String {
+        hex::encode(Sha256::digest(text.as_bytes()))
+    }
+
+    fn built(stage: &str, files: &[(&str, &str)], missing: &[&str]) -> Event {
+        Event::BuildDone(BuildDone {
+            stage: stage.into(),
+            round: 1,
+            files: files.iter().map(|(p, t)| ((*p).to_owned(), sha(t))).collect(),
+            missing: missing.iter().map(|p| (*p).to_owned()).collect(),
+        })
+    }
+
+    fn write_request(stage: &str) -> Event {
+        Event::SeatRequest(SeatRequest {
+            key: SeatKey {
+                stage: stage.into(),
+                round: 1,
+                seat: "w".into(),
+                request: RequestKind::Write,
+                attempt: 1,
+            },
+            prompt_sha256: String::new(),
+            note: None,
+        })
+    }
+
+    fn check(files: &[(&str, &str)]) -> Event {
+        Event::CheckRun(CheckRun {
+            stage: "gate".into(),
+            round: 1,
+            argv: None,
+            shell: Some("true".into()),
+            exit: Some(0),
+            timed_out: false,
+            ms: 0,
+            output_tail: String::new(),
+            error: None,
+            files: files.iter().map(|(p, t)| ((*p).to_owned(), sha(t))).collect(),
+            missing: Vec::new(),
+        })
+    }
+
+    fn names(found: &[(String, Divergence)]) -> Vec<(&str, &str)> {
+        found
+            .iter()
+            .map(|(p, d)| {
+                let how = match d {
+                    Divergence::Changed { .. } => "changed",
+                    Divergence::Missing => "missing",
+                    Divergence::Present => "present",
+                    Divergence::NotAFile => "not a file",
+                };
+                (p.as_str(), how)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn only_the_latest_recorded_state_of_each_path_counts() {
+        let dir = tempfile::tempdir().unwrap();
+        let flow = workflow(dir.path());
+        let ws = dir.path();
+        std::fs::write(ws.join("x.md"), "three").unwrap();
+        std::fs::write(ws.join("y.md"), "y").unwrap();
+        let cases: Vec<(Vec<Event>, Vec<(&str, &str)>)> = vec![
+            // As built: nothing differs.
+            (vec![built("a", &[("x.md", "three"), ("y.md", "y")], &[])], vec![]),
+            // Built once, rewritten by a later stage: the later state counts.
+            (
+                vec![
+                    built("a", &[("x.md", "one"), ("y.md", "y")], &[]),
+                    write_request("b"),
+                    built("b", &[("x.md", "three")], &[]),
+                ],
+                vec![],
+            ),
+            // ... and the command after it rewrote it again.
+            (
+                vec![
+                    built("a", &[("x.md", "one"), ("y.md", "y")], &[]),
+                    check(&[("x.md", "three"), ("y.md", "y")]),
+                ],
+                vec![],
+            ),
+            // The latest state is an older one than the bytes there now.
+            (
+                vec![built("a", &[("x.md", "three"), ("y.md", "y")], &[]), check(&[("x.md", "four")])],
+                vec![("x.md", "changed")],
+            ),
+            // An approval's ask is a state too ("missing" for an absent file).
+            (
+                vec![
+                    built("a", &[("x.md", "three"), ("y.md", "y")], &[]),
+                    Event::ApprovalRequest(ApprovalRequest {
+                        stage: "ok".into(),
+                        round: 1,
+                        files: BTreeMap::from([("y.md".to_owned(), "missing".to_owned())]),
+                        reason: None,
+                    }),
+                ],
+                vec![("y.md", "present")],
+            ),
+            // Recorded missing, and deleted-since: both named.
+            (
+                vec![built("a", &[("x.md", "three"), ("z.md", "z")], &["y.md"])],
+                vec![("y.md", "present"), ("z.md", "missing")],
+            ),
+            // A builder at work on a file (no build:done after its request):
+            // whatever it left there is not checked; other files still are.
+            (
+                vec![built("a", &[("x.md", "one"), ("y.md", "old")], &[]), write_request("b")],
+                vec![("y.md", "changed")],
+            ),
+            // A command cut off midway may have changed anything.
+            (
+                vec![
+                    built("a", &[("x.md", "one"), ("y.md", "old")], &[]),
+                    Event::StageStart(StageStart { stage: "gate".into(), round: 1 }),
+                ],
+                vec![],
+            ),
+            // ... but one that finished is on record.
+            (
+                vec![
+                    built("a", &[("x.md", "one"), ("y.md", "y")], &[]),
+                    Event::StageStart(StageStart { stage: "gate".into(), round: 1 }),
+                    check(&[("x.md", "one")]),
+                ],
+                vec![("x.md", "changed")],
+            ),
+        ];
+        for (i, (events, expected)) in cases.into_iter().enumerate() {
+            let found = differences(&at(events), &flow, ws);
+            assert_eq!(names(&found), expected, "case {i}");
+        }
+    }
+
+    #[test]
+    fn a_changed_file_names_both_digests() {
+        let dir = tempfile::tempdir().unwrap();
+        let flow = workflow(dir.path());
+        std::fs::write(dir.path().join("x.md"), "now").unwrap();
+        std::fs::write(dir.path().join("y.md"), "y").unwrap();
+        let found =
+            differences(&at(vec![built("a", &[("x.md", "then"), ("y.md", "y")], &[])]), &flow, dir.path());
+        let [(path, Divergence::Changed { recorded, now })] = found.as_slice() else { panic!("{found:?}") };
+        assert_eq!(
+            (path.as_str(), recorded.as_str(), now.as_str()),
+            ("x.md", sha("then").as_str(), sha("now").as_str())
+        );
+        let said = found[0].1.describe();
+        assert!(said.contains(&sha("then")[..12]) && said.contains(&sha("now")[..12]), "{said}");
+    }
+}

@@ -350,3 +350,23 @@ fn a_record_kept_elsewhere_goes_on_in_the_folder_it_names_with_a_note() {
         output(gavel_cmd().current_dir(dir.path()).arg("resume").arg(&record).arg("--workspace").arg(&gone));
     out.expect_code(0);
 }
+
+#[test]
+fn a_workspace_that_holds_its_workflow_resumes_from_the_copy_after_the_original_is_gone() {
+    let dir = tempdir();
+    // The workflow, its brief and its seats live inside the workspace.
+    let orig = dir.path().join("orig");
+    flow(dir.path());
+    copy_dir(&dir.path().join("flow"), &orig);
+    let orig = orig.canonicalize().unwrap();
+    let out = output(gavel_cmd().current_dir(&orig).args(["run", "workflow.toml", "--run-id", "r"]));
+    out.expect_code(3);
+    let copy = dir.path().join("copy");
+    copy_dir(&orig, &copy);
+    std::fs::remove_dir_all(&orig).unwrap();
+
+    let out = approve_in(&copy, &[]);
+    out.expect_code(0);
+    assert!(copy.join("final.md").is_file());
+    assert!(!orig.exists(), "nothing was written where the run started");
+}

@@ -293,3 +293,49 @@ fn a_secret_env_value_printed_by_a_run_command_is_scrubbed() {
     assert!(out.stdout.contains(TOKEN_MARK), "the outcome quotes the output:\n{}", out.stdout);
     assert_nowhere(&ws, "r", &out, TOKEN, TOKEN_MARK);
 }
+
+#[test]
+fn a_secret_printed_by_a_goal_criterion_stays_out_of_evidence_the_goal_record_and_the_log() {
+    const TOKEN: &str = "tok-goal-5c6d7e8f9a0b";
+    const TOKEN_VAR: &str = "GAVEL_IT_DEPLOY_TOKEN";
+    let dir = tempdir();
+    let root = dir.path().canonicalize().unwrap();
+    let git = |args: &[&str]| {
+        let status = std::process::Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@t.invalid", "-c", "commit.gpgsign=false"])
+            .args(args)
+            .current_dir(&root)
+            .stdout(std::process::Stdio::null())
+            .status()
+            .unwrap();
+        assert!(status.success());
+    };
+    git(&["init", "-q", "-b", "main"]);
+    std::fs::write(root.join("README.md"), "# x\n").unwrap();
+    git(&["add", "-A"]);
+    git(&["commit", "-q", "-m", "start"]);
+    // The command prints a token gavel holds in a secret-looking variable.
+    std::fs::write(root.join("deploy.conf"), format!("token={TOKEN}\n")).unwrap();
+    std::fs::create_dir_all(root.join(".gavel/goals/deploy")).unwrap();
+    std::fs::write(
+        root.join(".gavel/goals/deploy/goal.yaml"),
+        "id: deploy\ntitle: t\ncriteria:\n  - id: AC1\n    text: Deploys\n    command: cat deploy.conf; exit 3\n",
+    )
+    .unwrap();
+    let mark = format!("[redacted ${TOKEN_VAR}]");
+    let out = output(
+        gavel_cmd().current_dir(&root).args(["goal", "evaluate", "deploy", "--json"]).env(TOKEN_VAR, TOKEN),
+    );
+    out.expect_code(1);
+    assert!(!out.stdout.contains(TOKEN) && !out.stderr.contains(TOKEN), "{}\n{}", out.stdout, out.stderr);
+    assert!(out.stdout.contains(&mark), "the verdict quotes the output, scrubbed:\n{}", out.stdout);
+    let mut seen = String::new();
+    for file in walk(&root.join(".gavel/goals/deploy")) {
+        let text = String::from_utf8_lossy(&std::fs::read(&file).unwrap()).into_owned();
+        assert!(!text.contains(TOKEN), "the token leaked into {}:\n{text}", file.display());
+        seen.push_str(&text);
+    }
+    assert!(seen.contains(&mark), "no evidence of the output at all:\n{seen}");
+    let log = output(gavel_cmd().current_dir(&root).args(["goal", "log", "deploy"]).env(TOKEN_VAR, TOKEN));
+    assert!(!log.stdout.contains(TOKEN), "{}", log.stdout);
+}
