@@ -268,6 +268,9 @@ writes = ["x.md"]
         })
     }
 
+    /// A record, and the files it should name: path and how.
+    type Case = (Vec<Event>, Vec<(&'static str, &'static str)>);
+
     fn names(found: &[(String, Divergence)]) -> Vec<(&str, &str)> {
         found
             .iter()
@@ -290,7 +293,7 @@ writes = ["x.md"]
         let ws = dir.path();
         std::fs::write(ws.join("x.md"), "three").unwrap();
         std::fs::write(ws.join("y.md"), "y").unwrap();
-        let cases: Vec<(Vec<Event>, Vec<(&str, &str)>)> = vec![
+        let cases: Vec<Case> = vec![
             // As built: nothing differs.
             (vec![built("a", &[("x.md", "three"), ("y.md", "y")], &[])], vec![]),
             // Built once, rewritten by a later stage: the later state counts.

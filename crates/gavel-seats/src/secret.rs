@@ -144,6 +144,41 @@ fn scrub_with<'t>(secrets: &[Secret], text: &'t str) -> Cow<'t, str> {
     out
 }
 
+/// The shortest piece of a secret [`scrub_cut`] removes at a cut edge:
+/// shorter pieces of a random key say little, and would match ordinary text.
+pub const MIN_PIECE_LEN: usize = 6;
+
+/// [`scrub`] for text that was cut out of a longer one (the tail of a
+/// command's output, the end of a stream): a secret the cut split in two
+/// leaves a piece at the edge, which no whole-value match finds. A text
+/// that starts with the end of a remembered secret (`start_cut`), or ends
+/// with its beginning (`end_cut`), has that piece (at least
+/// [`MIN_PIECE_LEN`] bytes) replaced too.
+pub fn scrub_cut(text: &str, start_cut: bool, end_cut: bool) -> String {
+    let known = KNOWN.read().unwrap_or_else(PoisonError::into_inner);
+    let mut out = scrub_with(&known, text).into_owned();
+    for secret in known.iter() {
+        let value = secret.value.as_str();
+        let mark = format!("[redacted ${}]", secret.source);
+        if start_cut
+            && let Some(len) = (MIN_PIECE_LEN..value.len()).rev().find(|&n| {
+                value.is_char_boundary(value.len() - n) && out.starts_with(&value[value.len() - n..])
+            })
+        {
+            out.replace_range(..len, &mark);
+        }
+        if end_cut
+            && let Some(len) = (MIN_PIECE_LEN..value.len())
+                .rev()
+                .find(|&n| value.is_char_boundary(n) && out.ends_with(&value[..n]))
+        {
+            let at = out.len() - len;
+            out.replace_range(at.., &mark);
+        }
+    }
+    out
+}
+
 /// `value` with every string in it (map keys included) scrubbed. Values
 /// without a remembered secret come back as they went in, untouched; so
 /// does a value that cannot take the round trip through JSON (none of
@@ -345,6 +380,47 @@ mod tests {
         );
         assert!(scrubbed_tree(&clean).is_none(), "a clean value needs no rewrite");
         assert_eq!(scrubbed_tree(&"val-1f2e3d4c5b6a"), Some(serde_json::json!("[redacted $VALUE_KEY]")));
+    }
+
+    #[test]
+    fn a_piece_of_a_key_left_at_a_cut_edge_is_scrubbed() {
+        remember(&Secret::new("EDGE_KEY", "edge-0a1b2c3d4e5f6a7b"));
+        // The tail of an output that began inside the key.
+        assert_eq!(scrub_cut("3d4e5f6a7b was printed", true, false), "[redacted $EDGE_KEY] was printed");
+        // A text cut off inside the key.
+        assert_eq!(scrub_cut("printed edge-0a1b2c", false, true), "printed [redacted $EDGE_KEY]");
+        // Whole keys anywhere, as always; short pieces and uncut edges stay.
+        assert_eq!(scrub_cut("x edge-0a1b2c3d4e5f6a7b y", true, true), "x [redacted $EDGE_KEY] y");
+        assert_eq!(scrub_cut("6a7b was printed", true, false), "6a7b was printed");
+        assert_eq!(scrub_cut("3d4e5f6a7b was printed", false, false), "3d4e5f6a7b was printed");
+    }
+
+    proptest::proptest! {
+        /// However a text holding a key is cut, the piece on either side of
+        /// the cut leaves no more than a few bytes of the key.
+        #[test]
+        fn a_cut_through_a_key_leaves_no_long_piece(
+            key in "[a-z0-9-]{4}[0-9][a-z0-9-]{11,30}",
+            before in "[ -~]{0,20}",
+            after in "[ -~]{0,20}",
+            cut_seed in 0usize..1000,
+        ) {
+            remember(&Secret::new("PROPTEST_CUT_KEY", key.clone()));
+            let text = format!("{before}{key}{after}");
+            let cut = before.len() + 1 + cut_seed % (key.len() - 1);
+            let (head, tail) = text.split_at(cut);
+            for (piece, clean) in [(head, scrub_cut(head, false, true)), (tail, scrub_cut(tail, true, false))] {
+                for n in MIN_PIECE_LEN..=key.len() {
+                    for window in key.as_bytes().windows(n) {
+                        let window = std::str::from_utf8(window).unwrap();
+                        proptest::prop_assert!(
+                            !clean.contains(window) || !piece.contains(window) || before.contains(window) || after.contains(window),
+                            "{} survives in {}", window, clean
+                        );
+                    }
+                }
+            }
+        }
     }
 
     proptest::proptest! {

@@ -442,7 +442,10 @@ impl CliSeat {
             _ => gemini::parse(&stdout, &stderr, request.access),
         };
         let engine = self.engine;
-        let tail = || stderr_tail(&finished.stderr.tail_text(STDERR_QUOTE * 2));
+        // The tail starts at a cut: a key split by it is scrubbed too.
+        let tail = || {
+            stderr_tail(&crate::secret::scrub_cut(&finished.stderr.tail_text(STDERR_QUOTE * 2), true, false))
+        };
 
         if let Some(error) = &parsed.error {
             let msg = describe_error(engine, error, key_var, self.base_url.as_deref());

@@ -558,7 +558,9 @@ impl HttpSeat {
         let status = response.status();
         if !status.is_success() {
             let wait = retry::retry_after(response.headers(), jiff::Timestamp::now());
-            let text = response.text().await.unwrap_or_default();
+            // Scrubbed whole, before it is cut to a quote: a key echoed near
+            // the cut leaves no piece behind.
+            let text = crate::secret::scrub(&response.text().await.unwrap_or_default()).into_owned();
             let detail = stream::api_error_message(&text);
             let hint = match status.as_u16() {
                 401 | 403 => format!("; check the key in {}", self.key_origin()),
