@@ -29,7 +29,7 @@ fn what_raw(event: &Event) -> String {
         Event::StageStart(e) => format!("{} round {}", e.stage, e.round),
         Event::SeatRequest(e) => {
             let k = &e.key;
-            format!(
+            let mut s = format!(
                 "{} r{}: {} ← {} (attempt {}), prompt {}",
                 k.stage,
                 k.round,
@@ -37,7 +37,13 @@ fn what_raw(event: &Event) -> String {
                 k.request,
                 k.attempt,
                 short(&e.prompt_sha256)
-            )
+            );
+            if let Some(note) = &e.note {
+                // The first sentence says what was wrong; the record has the rest.
+                let first = note.split_once(". ").map_or(note.as_str(), |(first, _)| first);
+                let _ = write!(s, "; asked once more: {}", first.trim_end_matches('.'));
+            }
+            s
         }
         Event::SeatReply(e) => {
             let k = &e.key;
@@ -103,25 +109,45 @@ fn what_raw(event: &Event) -> String {
                 ReviewOutcome::Revise => "revise",
                 ReviewOutcome::Error => "engine error",
             };
-            format!(
+            let mut s = format!(
                 "{} r{}: {} {decision}, {} finding{}",
                 e.stage,
                 e.round,
                 e.reviewer,
                 e.findings.len(),
                 plural(e.findings.len())
-            )
+            );
+            if let Some(error) = &e.error {
+                let _ = write!(s, ": {error}");
+            }
+            s
         }
-        Event::ReviewSynthesis(e) => format!(
-            "{} r{}: {} merged finding{}{}",
-            e.stage,
-            e.round,
-            e.entries.len(),
-            plural(e.entries.len()),
-            if e.merge_failed { " (merge failed)" } else { "" }
-        ),
+        Event::ReviewSynthesis(e) => {
+            let mut s = format!(
+                "{} r{}: {} merged finding{}",
+                e.stage,
+                e.round,
+                e.entries.len(),
+                plural(e.entries.len()),
+            );
+            match (&e.merge_error, e.merge_failed) {
+                (Some(error), _) => {
+                    let _ = write!(s, " (merge failed: {error})");
+                }
+                (None, true) => s.push_str(" (merge failed)"),
+                (None, false) => {}
+            }
+            for (reviewer, error) in &e.vote_errors {
+                let _ = write!(s, "; no votes from {reviewer}: {error}");
+            }
+            s
+        }
         Event::RefineJudge(e) => {
-            format!("{} r{}: route {:?}: {}", e.stage, e.round, e.route, e.reason).to_lowercase()
+            let mut s = format!("{} r{}: route {:?}: {}", e.stage, e.round, e.route, e.reason).to_lowercase();
+            if let Some(error) = &e.error {
+                let _ = write!(s, "; the judge's reply could not be used: {error}");
+            }
+            s
         }
         Event::Kickback(e) => format!(
             "{} → {}: {} ({} finding{})",
@@ -132,7 +158,11 @@ fn what_raw(event: &Event) -> String {
             plural(e.findings.len())
         ),
         Event::ApprovalRequest(e) => {
-            format!("{}: {} file{} to approve", e.stage, e.files.len(), plural(e.files.len()))
+            let mut s = format!("{}: {} file{} to approve", e.stage, e.files.len(), plural(e.files.len()));
+            if let Some(reason) = &e.reason {
+                let _ = write!(s, " ({reason})");
+            }
+            s
         }
         Event::Approval(e) => format!(
             "{}: {} by {}{}",
@@ -189,9 +219,26 @@ pub fn status(state: &RunState, record: &Path, live: Option<&str>) -> String {
         s,
         "requests  {} ({} engine error{})",
         state.requests,
-        state.seat_errors,
-        plural(state.seat_errors)
+        state.engine_errors,
+        plural(state.engine_errors)
     );
+    // The latest few reasons; `gavel status --json` has them all.
+    let shown = state.errors.len().saturating_sub(ERRORS_SHOWN);
+    if shown > 0 {
+        let _ = writeln!(s, "          … {shown} earlier (see --json)");
+    }
+    for error in &state.errors[shown..] {
+        let _ = writeln!(
+            s,
+            "          ✗ {} r{}: {} {} (attempt {}): {}",
+            error.stage,
+            error.round,
+            error.seat,
+            error.request,
+            error.attempt,
+            cut(&one_line(&error.error), 200)
+        );
+    }
     let _ = writeln!(s, "usage     {}", usage_text(state.usage));
     let _ = writeln!(s, "events    {}", state.events);
     if let (Some(start), Some(last)) = (state.started_at, state.last_at) {
@@ -199,6 +246,18 @@ pub fn status(state: &RunState, record: &Path, live: Option<&str>) -> String {
     }
     let _ = writeln!(s, "record    {}", record.display());
     s
+}
+
+/// How many engine errors `gavel status` lists (the latest).
+const ERRORS_SHOWN: usize = 5;
+
+/// `text` cut to `max` characters, with `…` when cut.
+fn cut(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        text.to_owned()
+    } else {
+        format!("{}…", text.chars().take(max).collect::<String>())
+    }
 }
 
 /// Text on one line: line breaks folded with `⏎`.

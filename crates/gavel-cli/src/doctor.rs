@@ -267,7 +267,8 @@ pub fn doctor(args: &DoctorArgs, style: &Style) -> Result<i32, RunError> {
     } else {
         let paint = Paint::detect();
         let mut out = std::io::stdout().lock();
-        let _ = write!(out, "{}", human(&report, workflow.as_ref(), paint));
+        let text = human(&report, workflow.as_ref(), paint);
+        let _ = write!(out, "{}", gavel_seats::secret::scrub(&text));
     }
     if workflow.is_none() {
         style.note("to ask a workflow's seats whether they answer: gavel doctor WORKFLOW.toml");

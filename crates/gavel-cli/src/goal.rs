@@ -301,9 +301,7 @@ fn root_of(project: &ProjectArg) -> Result<PathBuf, GoalError> {
 }
 
 fn print_json(value: &serde_json::Value) {
-    let mut out = std::io::stdout().lock();
-    let _ = serde_json::to_writer_pretty(&mut out, value);
-    let _ = writeln!(out);
+    crate::print_json(value);
 }
 
 fn new(args: &NewArgs, style: &Style) -> Result<i32, GoalError> {
@@ -484,7 +482,8 @@ fn status(args: &StatusArgs, style: &Style) -> Result<i32, GoalError> {
         print_json(&value);
     } else {
         let mut out = std::io::stdout().lock();
-        let _ = write!(out, "{}", view::state_md(&paths, &view.state, &view.events));
+        let text = view::state_md(&paths, &view.state, &view.events);
+        let _ = write!(out, "{}", gavel_seats::secret::scrub(&text));
     }
     Ok(exit::PASS)
 }
@@ -597,7 +596,7 @@ fn log(args: &LogArgs, style: &Style) -> Result<i32, GoalError> {
     }
     let mut out = std::io::stdout().lock();
     for envelope in &view.events {
-        let _ = writeln!(out, "{}", view::line(envelope));
+        let _ = writeln!(out, "{}", gavel_seats::secret::scrub(&view::line(envelope)));
     }
     Ok(exit::PASS)
 }
@@ -644,7 +643,7 @@ fn hook_stop(style: &Style) -> i32 {
     }
     if let Some(json) = outcome.stdout_json() {
         let mut out = std::io::stdout().lock();
-        let _ = writeln!(out, "{json}");
+        let _ = writeln!(out, "{}", gavel_seats::secret::scrub(&json));
     }
     exit::PASS
 }

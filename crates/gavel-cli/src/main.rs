@@ -107,7 +107,9 @@ struct RunArgs {
 struct RunRef {
     /// A run id under .gavel/runs, or a record path.
     run: String,
-    /// The workspace whose .gavel/runs holds the run (default: the current directory).
+    /// The workspace whose .gavel/runs holds the run (default: the current
+    /// directory). A run that goes on (resume, approve) works in this folder;
+    /// without it, in the folder whose .gavel/ holds the record.
     #[arg(long, value_name = "DIR")]
     workspace: Option<PathBuf>,
 }
@@ -167,6 +169,9 @@ fn main() -> ExitCode {
             return code_of(code);
         }
     };
+    // Keys in gavel's own environment are scrubbed from everything shown,
+    // whichever command shows it; seats remember the keys they are handed.
+    gavel_seats::secret::remember_secret_env();
     let style = Style::detect(cli.quiet);
     let code = match dispatch(cli.command, &style) {
         Ok(code) => code,
@@ -234,6 +239,7 @@ fn resume(args: &ResumeArgs, style: &Style) -> Result<i32, RunError> {
         approver: approver_for(args.answers.as_deref())?,
         max_cost_usd: args.max_cost_usd,
         workflow: None,
+        workspace: args.run.workspace.clone(),
     };
     let progress = render::Progress::new(style);
     let outcome = runtime()?.block_on(gavel_runtime::resume(request, &progress))?;
@@ -286,8 +292,13 @@ fn approve(args: &ApproveArgs, style: &Style) -> Result<i32, RunError> {
         by: approve::person(args.by.as_deref()),
         reason: args.reason.clone().unwrap_or_default(),
     };
-    let request =
-        ResumeRequest { record, approver: Some(Arc::new(answer)), max_cost_usd: None, workflow: None };
+    let request = ResumeRequest {
+        record,
+        approver: Some(Arc::new(answer)),
+        max_cost_usd: None,
+        workflow: None,
+        workspace: args.run.workspace.clone(),
+    };
     let progress = render::Progress::new(style);
     let outcome = runtime()?.block_on(gavel_runtime::resume(request, &progress))?;
     Ok(finish(&outcome, args.json, style))
@@ -301,9 +312,11 @@ fn finish(outcome: &Outcome, json: bool, style: &Style) -> i32 {
     outcome.status.exit_code()
 }
 
+/// Prints one JSON value on stdout, scrubbed of every secret the process knows.
 fn print_json(value: &serde_json::Value) {
+    let value = gavel_seats::secret::scrub_value(value.clone());
     let mut out = std::io::stdout().lock();
-    let _ = serde_json::to_writer_pretty(&mut out, value);
+    let _ = serde_json::to_writer_pretty(&mut out, &value);
     let _ = writeln!(out);
 }
 
@@ -342,7 +355,8 @@ fn status(args: &StatusArgs, style: &Style) -> Result<i32, RunError> {
         print_json(&value);
     } else {
         let mut out = std::io::stdout().lock();
-        let _ = write!(out, "{}", describe::status(&state, &record, live.as_deref()));
+        let text = describe::status(&state, &record, live.as_deref());
+        let _ = write!(out, "{}", gavel_seats::secret::scrub(&text));
     }
     Ok(exit::PASS)
 }
@@ -355,7 +369,9 @@ fn log(args: &LogArgs, style: &Style) -> Result<i32, RunError> {
     }
     let mut out = std::io::stdout().lock();
     for envelope in &recording.events {
-        let _ = writeln!(out, "{}", describe::line(envelope));
+        // The record is scrubbed when written; this also covers keys a
+        // record from elsewhere (or an older gavel) may hold.
+        let _ = writeln!(out, "{}", gavel_seats::secret::scrub(&describe::line(envelope)));
     }
     Ok(exit::PASS)
 }
@@ -409,5 +425,9 @@ impl Observer for render::Progress<'_> {
 
     fn on_warning(&self, message: &str) {
         self.warning(message);
+    }
+
+    fn on_note(&self, message: &str) {
+        self.notice(message);
     }
 }

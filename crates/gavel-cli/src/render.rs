@@ -45,6 +45,12 @@ impl Style {
         }
     }
 
+    /// Something the person must not miss that needs no action, such as
+    /// which folder a resumed run works in (always shown, even with `-q`).
+    pub fn notice(&self, message: &str) {
+        say(&format!("{} {message}", self.paint("36;1", "note:")));
+    }
+
     /// A warning (always shown).
     pub fn warning(&self, message: &str) {
         say(&format!("{} {message}", self.paint("33;1", "warning:")));
@@ -59,6 +65,14 @@ impl Style {
             return;
         }
         let text = err.to_string();
+        // Its last line says how to go on.
+        if let RunError::Diverged { .. } = err
+            && let Some((message, hint)) = text.rsplit_once('\n')
+        {
+            say(&format!("{} {message}", self.paint("31;1", "error:")));
+            say(&format!("{} {hint}", self.paint("36", "hint:")));
+            return;
+        }
         let (message, hint) = match text.split_once("; ") {
             Some((m, h)) if matches!(err, RunError::Refused(_) | RunError::Locked(_)) => {
                 (m.to_owned(), Some(h.to_owned()))
@@ -190,7 +204,7 @@ impl<'s> Progress<'s> {
         }
         match &state.multi {
             Some(multi) => {
-                let _ = multi.println(line);
+                let _ = multi.println(gavel_seats::secret::scrub(&line));
             }
             None => say(&line),
         }
@@ -230,6 +244,17 @@ impl<'s> Progress<'s> {
                 multi.suspend(|| self.style.warning(message));
             }
             None => self.style.warning(message),
+        }
+    }
+
+    /// A note that is always shown.
+    pub fn notice(&self, message: &str) {
+        let state = self.lock();
+        match &state.multi {
+            Some(multi) => {
+                multi.suspend(|| self.style.notice(message));
+            }
+            None => self.style.notice(message),
         }
     }
 }
@@ -277,7 +302,10 @@ impl Diagnostic for FileDiagnostic {
     }
 }
 
+/// Writes one line to stderr, scrubbed of every secret the process knows
+/// (the record is scrubbed already; this guards what never went through it).
 fn say(line: &str) {
+    let line = gavel_seats::secret::scrub(line);
     let mut err = std::io::stderr().lock();
     let _ = writeln!(err, "{line}");
 }

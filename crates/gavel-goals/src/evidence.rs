@@ -138,8 +138,13 @@ pub fn write(dir: &Path, name: &str, evidence: &Evidence) -> Result<Written, Goa
     let path = dir.join(format!("{name}.evidence.yaml"));
     let mut text =
         String::from("# gavel evidence (SPEC 8.1); the goal's record holds this file's SHA-256.\n");
+    // A command's output may print a key a seat was handed: never in a file.
+    let yaml = match gavel_seats::secret::scrubbed_tree(evidence) {
+        Some(scrubbed) => serde_saphyr::to_string(&scrubbed),
+        None => serde_saphyr::to_string(evidence),
+    };
     text.push_str(
-        &serde_saphyr::to_string(evidence)
+        &yaml
             .map_err(|err| GoalError::Internal(format!("cannot write evidence {}: {err}", path.display())))?,
     );
     write_atomic(&path, text.as_bytes())?;

@@ -195,7 +195,9 @@ impl GoalRecord {
         let Writer::Open(writer) = &mut self.writer else {
             return Err(GoalError::Internal("the record writer is missing".to_owned()));
         };
-        let envelope = writer.append(event)?;
+        // Scrubbed of every secret the process knows: the one door into a
+        // goal's record.
+        let envelope = writer.append(gavel_seats::secret::scrub_value(event))?;
         self.state.apply(&envelope);
         self.events.push(envelope);
         Ok(())

@@ -86,6 +86,7 @@ fn round_events(round: u32, out: &mut Vec<Event>) {
     out.push(Event::SeatRequest(SeatRequest {
         key: key("write", round, "writer", RequestKind::Write),
         prompt_sha256: SHA.to_owned(),
+        note: None,
     }));
     out.push(reply_event(round));
     out.push(Event::BuildDone(BuildDone {
@@ -109,6 +110,7 @@ fn round_events(round: u32, out: &mut Vec<Event>) {
         out.push(Event::SeatRequest(SeatRequest {
             key: key("write", round, seat, RequestKind::Review),
             prompt_sha256: SHA.to_owned(),
+            note: None,
         }));
         out.push(Event::SeatReply(SeatReply {
             key: key("write", round, seat, RequestKind::Review),
@@ -124,6 +126,8 @@ fn round_events(round: u32, out: &mut Vec<Event>) {
             decision: ReviewOutcome::Revise,
             findings: vec![finding(&format!("write-{}", i + 1), 1)],
             attempt: 1,
+            seat: (*seat).to_owned(),
+            error: None,
         }));
     }
     out.push(Event::ReviewSynthesis(ReviewSynthesis {
@@ -148,6 +152,8 @@ fn round_events(round: u32, out: &mut Vec<Event>) {
         }],
         merge_failed: false,
         no_votes_from: Vec::new(),
+        merge_error: None,
+        vote_errors: BTreeMap::new(),
     }));
     out.push(Event::StageStart(StageStart { stage: "test".to_owned(), round }));
     out.push(Event::CheckRun(CheckRun {
@@ -162,6 +168,8 @@ fn round_events(round: u32, out: &mut Vec<Event>) {
             .to_owned(),
         output_truncated: false,
         error: None,
+        files: BTreeMap::new(),
+        missing: Vec::new(),
     }));
     out.push(Event::Kickback(Kickback {
         from: "test".to_owned(),

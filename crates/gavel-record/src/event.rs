@@ -51,6 +51,8 @@ mod flat {
         request: RequestKind,
         attempt: u32,
         prompt_sha256: String,
+        #[serde(default)]
+        note: Option<String>,
     }
 
     #[derive(Deserialize)]
@@ -89,7 +91,7 @@ mod flat {
                 request: f.request,
                 attempt: f.attempt,
             };
-            Self { key, prompt_sha256: f.prompt_sha256 }
+            Self { key, prompt_sha256: f.prompt_sha256, note: f.note }
         }
     }
 
@@ -470,6 +472,10 @@ pub struct SeatRequest {
     pub key: SeatKey,
     /// SHA-256 of the prompt text, hex.
     pub prompt_sha256: String,
+    /// An "ask once more" turn: why the last reply could not be used, as
+    /// the note sent with this prompt says it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 /// `seat:reply`.
@@ -548,6 +554,14 @@ pub struct CheckRun {
     /// Why it could not start at all (a missing program, a bad folder).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// The files earlier stages built, as the command left them, with their
+    /// SHA-256 (a command may rewrite them, e.g. a formatter): resume checks
+    /// the workspace against the latest state the record holds.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub files: BTreeMap<String, String>,
+    /// Those of them that did not exist after the command.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub missing: Vec<String>,
 }
 
 /// `job:done`: how a custom job came out. Its result is an effect: a
@@ -614,6 +628,13 @@ pub struct ReviewDecision {
     /// reviewer asked again after a pause gets a new decision.
     #[serde(default = "one")]
     pub attempt: u32,
+    /// The seat that reviewed (empty in records from before it was written).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub seat: String,
+    /// Why the decision is `error`: the last failure (an engine error, or
+    /// why its reply could not be used).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 fn one() -> u32 {
@@ -670,6 +691,12 @@ pub struct ReviewSynthesis {
     /// Reviewers whose vote request failed or stayed unreadable.
     #[serde(default)]
     pub no_votes_from: Vec<String>,
+    /// Why the merge failed (its last failure), when it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merge_error: Option<String>,
+    /// Why each reviewer in `no_votes_from` sent no vote.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub vote_errors: BTreeMap<String, String>,
 }
 
 /// The judge's decision on one finding.
@@ -701,6 +728,10 @@ pub struct RefineJudge {
     /// The judge's decision on each finding.
     #[serde(default)]
     pub findings: Vec<RecordedJudgement>,
+    /// Why the judge's reply could not be used (it sent no usable reply
+    /// twice; the route then follows the rules without it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// `kickback`.
@@ -730,6 +761,9 @@ pub struct ApprovalRequest {
     pub round: u32,
     /// Each file to approve with the SHA-256 of its bytes.
     pub files: BTreeMap<String, String>,
+    /// Why this ask was made again (the bytes changed since the last one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 /// `approval`.
@@ -775,6 +809,10 @@ pub struct RunResume {
         serialize_with = "gavel_domain::finite::serialize_option"
     )]
     pub max_cost_usd: Option<f64>,
+    /// The folder the run goes on in from here, absolute (it may differ from
+    /// the one it started in: a copied workspace, `--workspace`).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub workspace: String,
 }
 
 /// How a run ended.

@@ -1,11 +1,13 @@
 //! The fold from events to run state: the one view `gavel status`, the
 //! summary and resume share. Every field comes from the record alone.
 
-use gavel_domain::Usage;
+use std::collections::HashSet;
+
+use gavel_domain::{RequestKind, Usage};
 use jiff::Timestamp;
 use serde::Serialize;
 
-use crate::event::{EndStatus, Envelope, Event};
+use crate::event::{EndStatus, Envelope, Event, ReviewOutcome};
 
 /// Where a run stands.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -44,6 +46,28 @@ impl RunStatus {
     }
 }
 
+/// One engine error the record holds, with its reason.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct EngineError {
+    /// The event it comes from: `seat:error`, or `review:decision` for a
+    /// reviewer whose decision is `error` because its replies could not be
+    /// used.
+    pub kind: &'static str,
+    /// The stage.
+    pub stage: String,
+    /// The round.
+    pub round: u32,
+    /// The seat (for a reviewer, its reviewer name when the record does not
+    /// name the seat).
+    pub seat: String,
+    /// The request kind.
+    pub request: RequestKind,
+    /// The attempt.
+    pub attempt: u32,
+    /// Why, as recorded (secrets scrubbed).
+    pub error: String,
+}
+
 /// A run's state, folded from its events.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RunState {
@@ -53,7 +77,8 @@ pub struct RunState {
     pub workflow: String,
     /// The workflow file.
     pub file: String,
-    /// The workspace.
+    /// The workspace: where the run started, or where the latest resume
+    /// took it up.
     pub workspace: String,
     /// SHA-256 of the workflow and brief when the run started.
     pub digest: String,
@@ -69,6 +94,12 @@ pub struct RunState {
     pub requests: u64,
     /// Seat requests that failed.
     pub seat_errors: u64,
+    /// Engine errors: failed seat requests, and reviewers whose decision is
+    /// `error` because their replies could not be used (a reviewer whose
+    /// last attempt failed is counted once, by its `seat:error`).
+    pub engine_errors: u64,
+    /// Each engine error with its reason, in record order.
+    pub errors: Vec<EngineError>,
     /// A seat request sent and not yet answered, as `stage/seat/request`.
     pub in_flight: Option<String>,
     /// Usage so far.
@@ -81,6 +112,10 @@ pub struct RunState {
     pub last_at: Option<Timestamp>,
     /// How often the run was taken up again.
     pub resumes: u32,
+    /// The keys of failed review requests, so a reviewer's `error` decision
+    /// resting on one is not counted twice.
+    #[serde(skip)]
+    failed_reviews: HashSet<(String, u32, String, u32)>,
 }
 
 impl Default for RunState {
@@ -97,12 +132,15 @@ impl Default for RunState {
             rounds: 0,
             requests: 0,
             seat_errors: 0,
+            engine_errors: 0,
+            errors: Vec::new(),
             in_flight: None,
             usage: Usage::default(),
             events: 0,
             started_at: None,
             last_at: None,
             resumes: 0,
+            failed_reviews: HashSet::new(),
         }
     }
 }
@@ -145,9 +183,42 @@ impl RunState {
                 self.usage.add(reply.usage);
                 self.in_flight = None;
             }
-            Event::SeatError(_) => {
+            Event::SeatError(error) => {
                 self.seat_errors += 1;
+                self.engine_errors += 1;
                 self.in_flight = None;
+                let key = &error.key;
+                if key.request == RequestKind::Review {
+                    self.failed_reviews.insert((key.stage.clone(), key.round, key.seat.clone(), key.attempt));
+                }
+                self.errors.push(EngineError {
+                    kind: "seat:error",
+                    stage: key.stage.clone(),
+                    round: key.round,
+                    seat: key.seat.clone(),
+                    request: key.request,
+                    attempt: key.attempt,
+                    error: error.error.clone(),
+                });
+            }
+            Event::ReviewDecision(decision) if decision.decision == ReviewOutcome::Error => {
+                let seat = if decision.seat.is_empty() { &decision.reviewer } else { &decision.seat };
+                let key = (decision.stage.clone(), decision.round, seat.clone(), decision.attempt);
+                if !self.failed_reviews.contains(&key) {
+                    self.engine_errors += 1;
+                    self.errors.push(EngineError {
+                        kind: "review:decision",
+                        stage: decision.stage.clone(),
+                        round: decision.round,
+                        seat: seat.clone(),
+                        request: RequestKind::Review,
+                        attempt: decision.attempt,
+                        error: decision
+                            .error
+                            .clone()
+                            .unwrap_or_else(|| "no usable decision (the record names no reason)".to_owned()),
+                    });
+                }
             }
             Event::RunPause(pause) => {
                 self.status = RunStatus::Paused {
@@ -155,9 +226,12 @@ impl RunState {
                     waiting_for: pause.waiting_for.clone(),
                 };
             }
-            Event::RunResume(_) => {
+            Event::RunResume(resume) => {
                 self.resumes += 1;
                 self.status = RunStatus::Running;
+                if !resume.workspace.is_empty() {
+                    self.workspace.clone_from(&resume.workspace);
+                }
             }
             Event::RunEnd(end) => {
                 self.rounds = end.rounds;
@@ -174,5 +248,75 @@ impl RunState {
             | Event::ApprovalRequest(_)
             | Event::Approval(_) => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use std::fmt::Write as _;
+    use std::path::Path;
+
+    use super::*;
+    use crate::read::parse_record;
+
+    fn fold(lines: &[&str]) -> RunState {
+        let mut text = String::new();
+        for (i, data) in lines.iter().enumerate() {
+            let _ = writeln!(text, "{{\"v\":1,\"seq\":{},\"at\":\"2026-01-01T00:00:00Z\",{data}}}", i + 1);
+        }
+        let recording = parse_record(Path::new("events.jsonl"), text.as_bytes()).unwrap();
+        RunState::fold(&recording.events)
+    }
+
+    const START: &str =
+        r#""kind":"run:start","data":{"run_id":"r","workflow":"w","file":"w.toml","digest":"d"}"#;
+
+    #[test]
+    fn records_from_before_the_reasons_still_read_and_count() {
+        // No `note`, `seat`, `error`, `merge_error`, `vote_errors`, `reason`.
+        let state = fold(&[
+            START,
+            r#""kind":"seat:request","data":{"stage":"s","round":1,"seat":"c","request":"review","attempt":2,"prompt_sha256":"p"}"#,
+            r#""kind":"review:decision","data":{"stage":"s","round":1,"reviewer":"s-1","decision":"error","findings":[],"attempt":2}"#,
+            r#""kind":"review:synthesis","data":{"stage":"s","round":1,"entries":[],"merge_failed":true,"no_votes_from":["s-2"]}"#,
+            r#""kind":"refine:judge","data":{"stage":"s","round":1,"route":"again","reason":"r"}"#,
+            r#""kind":"approval:request","data":{"stage":"a","files":{}}"#,
+        ]);
+        assert_eq!(state.engine_errors, 1);
+        assert_eq!(state.errors[0].seat, "s-1", "the reviewer's name stands in for the seat");
+        assert!(state.errors[0].error.contains("names no reason"), "{:?}", state.errors[0]);
+    }
+
+    #[test]
+    fn engine_errors_count_failed_requests_and_unusable_reviews_once_each() {
+        let state = fold(&[
+            START,
+            // A reviewer whose engine failed twice: two errors, its decision no third.
+            r#""kind":"seat:error","data":{"stage":"s","round":1,"seat":"a","request":"review","attempt":1,"error":"reset"}"#,
+            r#""kind":"seat:error","data":{"stage":"s","round":1,"seat":"a","request":"review","attempt":2,"error":"reset again"}"#,
+            r#""kind":"review:decision","data":{"stage":"s","round":1,"reviewer":"s-1","seat":"a","decision":"error","findings":[],"attempt":2,"error":"the seat failed: reset again"}"#,
+            // A reviewer whose replies could not be read: one error, with why.
+            r#""kind":"seat:request","data":{"stage":"s","round":1,"seat":"b","request":"review","attempt":2,"prompt_sha256":"p","note":"Your reply had no JSON object."}"#,
+            r#""kind":"review:decision","data":{"stage":"s","round":1,"reviewer":"s-2","seat":"b","decision":"error","findings":[],"attempt":2,"error":"Your reply had no JSON object."}"#,
+            // A passing reviewer is no error.
+            r#""kind":"review:decision","data":{"stage":"s","round":1,"reviewer":"s-3","seat":"c","decision":"pass","findings":[],"attempt":1}"#,
+        ]);
+        assert_eq!((state.seat_errors, state.engine_errors), (2, 3));
+        let listed: Vec<(&str, &str, &str)> =
+            state.errors.iter().map(|e| (e.kind, e.seat.as_str(), e.error.as_str())).collect();
+        assert_eq!(
+            listed,
+            [
+                ("seat:error", "a", "reset"),
+                ("seat:error", "a", "reset again"),
+                ("review:decision", "b", "Your reply had no JSON object."),
+            ]
+        );
+        let json = serde_json::to_value(&state).unwrap();
+        assert_eq!(json["engine_errors"], 3);
+        assert_eq!(json["errors"][2]["request"], "review");
+        assert!(json.get("failed_reviews").is_none(), "the fold's own index is not a view");
     }
 }

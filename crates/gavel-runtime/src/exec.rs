@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use gavel_domain::RequestKind;
 use gavel_record::event::{
-    EndStatus, Finding, Kickback, RunStart, SeatError, SeatKey, SeatReply, SeatRequest,
+    EndStatus, Finding, Kickback, RunResume, RunStart, SeatError, SeatKey, SeatReply, SeatRequest,
 };
 use gavel_record::write::Durability;
 use gavel_record::{Event, RecordWriter, RunLock, RunState, RunStatus, read_record};
@@ -64,6 +64,10 @@ pub struct ResumeRequest {
     /// The workflow, when it was built in code (the library face): a file
     /// workflow is loaded from the path the record names.
     pub workflow: Option<Workflow>,
+    /// The folder to go on in (`--workspace`); `None`: the folder whose
+    /// `.gavel/` holds the record, else the folder the record names (see
+    /// [`crate::runs::resume_folder`]).
+    pub workspace: Option<PathBuf>,
 }
 
 /// Starts a new run and executes it until it passes, fails or pauses.
@@ -104,7 +108,7 @@ pub async fn start(request: StartRequest, observer: &dyn Observer) -> Result<Out
 /// Takes a run up again from its record: replays what is recorded, performs
 /// what is not. A finished run is walked without writing and reported.
 pub async fn resume(request: ResumeRequest, observer: &dyn Observer) -> Result<Outcome, RunError> {
-    let ResumeRequest { record, approver, max_cost_usd, workflow: built } = request;
+    let ResumeRequest { record, approver, max_cost_usd, workflow: built, workspace } = request;
     let record = record.as_path();
     let lock = RunLock::acquire(record)?;
     let recording = read_record(record)?;
@@ -118,9 +122,17 @@ pub async fn resume(request: ResumeRequest, observer: &dyn Observer) -> Result<O
             record.display()
         )));
     }
-    let mut workflow = match built {
-        Some(workflow) => workflow,
-        None => Workflow::load(Path::new(&state.file))?,
+    let folder = crate::runs::resume_folder(record, workspace.as_deref(), &state.workspace)
+        .map_err(RunError::Refused)?;
+    let workspace = folder.workspace;
+    let mut workflow = if let Some(workflow) = built {
+        workflow
+    } else {
+        let started_in = recording.events.iter().find_map(|e| match &e.event {
+            Event::RunStart(start) => Some(start.workspace.as_str()),
+            _ => None,
+        });
+        Workflow::load(&workflow_file(&state.file, started_in.unwrap_or_default(), &workspace))?
     };
     if workflow.digest != state.digest {
         return Err(RunError::Refused(format!(
@@ -134,6 +146,16 @@ pub async fn resume(request: ResumeRequest, observer: &dyn Observer) -> Result<O
         workflow.options.max_cost_usd = Some(limit);
     }
     let ended = matches!(state.status, RunStatus::Ended { .. });
+    if !ended {
+        // Before anything is performed: the files must be as the record left them.
+        let files = crate::built::differences(&recording.events, &workflow, &workspace);
+        if !files.is_empty() {
+            return Err(RunError::Diverged { run_id: state.run_id, workspace, files });
+        }
+    }
+    if let Some(note) = &folder.note {
+        observer.on_note(note);
+    }
     let writer = RecordWriter::resume(record, lock, &recording, Durability::Synced)?;
     let mut journal = Journal::new(writer, recording.events, observer);
     if !ended {
@@ -143,10 +165,32 @@ pub async fn resume(request: ResumeRequest, observer: &dyn Observer) -> Result<O
             }
             _ => ("resumed after an interruption".to_owned(), String::new()),
         };
-        journal.resume(reason, waiting_for, max_cost_usd)?;
+        journal.resume(RunResume {
+            reason,
+            waiting_for,
+            max_cost_usd,
+            workspace: workspace.display().to_string(),
+        })?;
     }
-    let workspace = PathBuf::from(&state.workspace);
     Executor::new(workflow, workspace, state.run_id, journal, observer, approver).run().await
+}
+
+/// The workflow file a resumed run loads: the recorded one, or, when the run
+/// goes on in another folder and the file lived inside the recorded one, its
+/// counterpart in the new folder when that exists (a copied workspace brings
+/// its workflow along; the digest check still has to pass).
+fn workflow_file(recorded_file: &str, recorded_workspace: &str, workspace: &Path) -> PathBuf {
+    let file = PathBuf::from(recorded_file);
+    if recorded_workspace.is_empty() {
+        return file;
+    }
+    match file.strip_prefix(recorded_workspace) {
+        Ok(inside) if Path::new(recorded_workspace) != workspace => {
+            let moved = workspace.join(inside);
+            if moved.is_file() { moved } else { file }
+        }
+        _ => file,
+    }
 }
 
 /// The last budget a resume raised, from the record.
@@ -557,8 +601,9 @@ impl<'o> Executor<'o> {
                     } else {
                         // Only a request that is sent needs its prompt: a
                         // replay of recorded answers renders nothing.
-                        let prompt = prompt_for(idx, slots[idx].note.as_deref())?;
-                        live.push((idx, key, prompt, turn, target.writes.clone()));
+                        let note = slots[idx].note.clone();
+                        let prompt = prompt_for(idx, note.as_deref())?;
+                        live.push((idx, key, prompt, note, turn, target.writes.clone()));
                         break;
                     }
                 }
@@ -573,10 +618,13 @@ impl<'o> Executor<'o> {
                 }
             }
             let mut tasks = JoinSet::new();
-            for (idx, key, prompt, turn, writes) in live {
-                self.st()
-                    .journal
-                    .record_request(SeatRequest { key: key.clone(), prompt_sha256: prompt.sha256.clone() })?;
+            for (idx, key, prompt, note, turn, writes) in live {
+                // The note sent with an "ask once more" is a reason: it is recorded.
+                self.st().journal.record_request(SeatRequest {
+                    key: key.clone(),
+                    prompt_sha256: prompt.sha256.clone(),
+                    note,
+                })?;
                 self.observer.on_seat_start(&key);
                 let Some(entry) = self.workflow.seat(&key.seat) else {
                     let error = format!("no seat named `{}`", key.seat);

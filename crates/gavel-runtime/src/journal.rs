@@ -16,6 +16,7 @@ use gavel_record::event::{
     SeatError, SeatKey, SeatReply, SeatRequest,
 };
 use gavel_record::{Envelope, Event, RecordWriter, WriteError};
+use gavel_seats::secret::scrub_value;
 
 use crate::Observer;
 
@@ -180,8 +181,11 @@ impl<'o> Journal<'o> {
     }
 
     /// Appends an event unconditionally (session markers).
+    ///
+    /// Every event is scrubbed of the secrets the process knows before it is
+    /// written: the one door text goes through into the record.
     pub fn append(&mut self, event: Event) -> Result<Envelope, WriteError> {
-        let envelope = self.writer.append(event)?;
+        let envelope = self.writer.append(scrub_value(event))?;
         self.index(envelope.clone());
         self.observer.on_event(&envelope);
         Ok(envelope)
@@ -244,6 +248,12 @@ impl<'o> Journal<'o> {
         let last = results.len().saturating_sub(1);
         let mut recorded = Vec::with_capacity(results.len());
         for (i, result) in results.into_iter().enumerate() {
+            // Scrubbed before it is recorded and before the run reads it, so
+            // a live run decides on the same text a replay reads back.
+            let result = match result {
+                SeatResult::Reply(reply) => SeatResult::Reply(scrub_value(reply)),
+                SeatResult::Error(error) => SeatResult::Error(scrub_value(error)),
+            };
             let event = match &result {
                 SeatResult::Reply(reply) => {
                     self.usage.add(reply.usage);
@@ -273,6 +283,13 @@ impl<'o> Journal<'o> {
         let build = observe();
         self.append(Event::BuildDone(build.clone()))?;
         Ok(build)
+    }
+
+    /// Every path a recorded `build:done` names (built or missing), sorted.
+    pub fn built_paths(&self) -> Vec<String> {
+        let paths: std::collections::BTreeSet<&String> =
+            self.builds.values().flat_map(|b| b.files.keys().chain(&b.missing)).collect();
+        paths.into_iter().cloned().collect()
     }
 
     /// A command run the record holds, if any.
@@ -315,14 +332,9 @@ impl<'o> Journal<'o> {
         self.append(Event::RunPause(RunPause { reason, waiting_for })).map(|_| ())
     }
 
-    /// Records that this process takes the run up again.
-    pub fn resume(
-        &mut self,
-        reason: String,
-        waiting_for: String,
-        max_cost_usd: Option<f64>,
-    ) -> Result<(), WriteError> {
-        self.append(Event::RunResume(RunResume { reason, waiting_for, max_cost_usd })).map(|_| ())
+    /// Records that this process takes the run up again, in `workspace`.
+    pub fn resume(&mut self, resume: RunResume) -> Result<(), WriteError> {
+        self.append(Event::RunResume(resume)).map(|_| ())
     }
 
     /// Records the end of the run (once).

@@ -10,6 +10,7 @@
 
 pub mod brief;
 pub mod builder;
+pub mod built;
 pub mod de;
 mod exec;
 pub mod graph;
@@ -41,6 +42,9 @@ pub trait Observer: Send + Sync {
     fn on_seat_start(&self, _key: &gavel_record::event::SeatKey) {}
     /// Something the person should know that is not an event (a torn line cut).
     fn on_warning(&self, _message: &str) {}
+    /// Something worth saying that needs no action (which folder a resumed
+    /// run works in).
+    fn on_note(&self, _message: &str) {}
 }
 
 /// What a person is asked to approve: exact bytes, by SHA-256.
@@ -227,6 +231,17 @@ pub enum RunError {
     /// A prompt could not be rendered.
     #[error(transparent)]
     Prompt(#[from] prompts::PromptError),
+    /// The workspace's files differ from what the record says was built: the
+    /// run does not go on there.
+    #[error("{}", diverged(run_id, workspace, files))]
+    Diverged {
+        /// The run.
+        run_id: String,
+        /// Where it would have gone on.
+        workspace: PathBuf,
+        /// Each file that differs, and how.
+        files: Vec<(String, built::Divergence)>,
+    },
     /// The recorded cost passed the budget; the executor turns this into a
     /// pause before any further request is sent.
     #[error("budget_limited: ${spent:.4} spent of the ${limit:.4} budget")]
@@ -247,6 +262,7 @@ impl RunError {
             | RunError::Locked(_)
             | RunError::Read(_)
             | RunError::Prompt(prompts::PromptError::File(_))
+            | RunError::Diverged { .. }
             | RunError::Write(WriteError::Exists { .. } | WriteError::Locked(_) | WriteError::NotAFile(_)) => {
                 exit::INVALID
             }
@@ -254,4 +270,24 @@ impl RunError {
             RunError::BudgetSpent { .. } => exit::PAUSED,
         }
     }
+}
+
+/// What to do when a workspace's files differ from the record.
+pub const DIVERGED_HINT: &str = "restore those files as the run left them (e.g. `git checkout`, or copy them from the folder the run worked in), or pass --workspace with the folder the run worked in, or start a new run with `gavel run`";
+
+/// The message of [`RunError::Diverged`]: every file, one per line, and what to do.
+fn diverged(run_id: &str, workspace: &std::path::Path, files: &[(String, built::Divergence)]) -> String {
+    use std::fmt::Write as _;
+    let mut message = format!(
+        "run `{run_id}` cannot go on in {}: {} file{} differ{} from what its record says was built there:",
+        workspace.display(),
+        files.len(),
+        if files.len() == 1 { "" } else { "s" },
+        if files.len() == 1 { "s" } else { "" },
+    );
+    for (path, how) in files {
+        let _ = write!(message, "\n  {path}: {}", how.describe());
+    }
+    let _ = write!(message, "\n{DIVERGED_HINT}");
+    message
 }

@@ -597,7 +597,15 @@ impl Executor<'_> {
         let check = if let Some(check) = recorded {
             check
         } else {
-            let check = run_command(&workspace, &stage.name, round, run).await;
+            let mut check = run_command(&workspace, &stage.name, round, run).await;
+            // Only the output's end is kept: a secret the cut split in two
+            // leaves a piece at the start, which the record must not hold.
+            check.output_tail = gavel_seats::secret::scrub_cut(&check.output_tail, true, false);
+            // The built files as the command left them: resume checks the
+            // workspace against the latest state the record holds.
+            let built = self.st().journal.built_paths();
+            let after = observe_build(&workspace, &stage.name, round, &built);
+            (check.files, check.missing) = (after.files, after.missing);
             self.st().journal.record_check(check.clone())?;
             check
         };
@@ -652,6 +660,8 @@ impl Executor<'_> {
         let mut ask_round = self.st().asks_used.get(&stage.name).copied().unwrap_or(0) + 1;
         self.st().pass_first_ask.insert(stage.name.clone(), ask_round);
         let mut asked_again = false;
+        // Why the next ask is made again, for its record.
+        let mut ask_reason: Option<String> = None;
         loop {
             self.st().asks_used.insert(stage.name.clone(), ask_round);
             let existing =
@@ -665,6 +675,7 @@ impl Executor<'_> {
                     stage: stage.name.clone(),
                     round: ask_round,
                     files: hashes.clone(),
+                    reason: ask_reason.take(),
                 }))?;
                 hashes
             };
@@ -706,6 +717,7 @@ impl Executor<'_> {
                     .report(&stage.name)
                     .decisions
                     .push(format!("round {stage_round}: {note}; asked again"));
+                ask_reason = Some(note);
                 continue;
             }
             let ask = crate::ApprovalAsk {
@@ -945,5 +957,7 @@ async fn run_command(workspace: &Path, stage: &str, round: u32, run: &RunStage) 
         output_tail,
         output_truncated,
         error,
+        files: BTreeMap::new(),
+        missing: Vec::new(),
     }
 }

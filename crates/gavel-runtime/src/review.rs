@@ -192,7 +192,7 @@ impl Executor<'_> {
                 .collect(),
             questions: &self.workflow.judge_questions,
         };
-        let reply = self.ask_judge(stage, round, judge, &context).await?;
+        let (reply, judge_error) = self.ask_judge(stage, round, judge, &context).await?;
         let decision = rules::route(&JudgeInput {
             round,
             cap: *cap,
@@ -216,6 +216,7 @@ impl Executor<'_> {
             reason: reason.clone(),
             answers,
             findings: judgements.clone(),
+            error: judge_error,
         }))?;
 
         // What the next round's reviewers are told, and the report.
@@ -268,15 +269,15 @@ impl Executor<'_> {
     }
 
     /// Asks a judge seat to answer the round's questions and decide each
-    /// finding; `None` when it sent no readable reply twice (which routes as
-    /// "run again").
+    /// finding; no reply, and why, when it sent no readable reply twice
+    /// (which routes as "run again").
     async fn ask_judge(
         &self,
         stage: &str,
         round: u32,
         judge: &str,
         context: &JudgeContext<'_>,
-    ) -> Result<Option<JudgeReply>, RunError> {
+    ) -> Result<(Option<JudgeReply>, Option<String>), RunError> {
         let questions = &self.workflow.judge_questions;
         let parse = |text: &str| {
             let reply = JudgeReply::parse(text).map_err(|e| e.note())?;
@@ -295,8 +296,8 @@ impl Executor<'_> {
         let prompt_for =
             |note: Option<&str>| Ok(with_note(&self.prompts.render(RequestKind::Judge, context)?, note));
         Ok(match self.ask_one(target, prompt_for, parse).await? {
-            Asked::Answer(reply, _) => Some(reply),
-            Asked::GaveUp(..) => None,
+            Asked::Answer(reply, _) => (Some(reply), None),
+            Asked::GaveUp(last, _) => (None, Some(last)),
         })
     }
 
@@ -325,7 +326,7 @@ impl Executor<'_> {
             findings: findings.iter().map(|f| view(f, &[])).collect(),
             questions: &self.workflow.judge_questions,
         };
-        let reply = self.ask_judge(&sender.name, round, judge, &context).await?;
+        let (reply, judge_error) = self.ask_judge(&sender.name, round, judge, &context).await?;
         let decision = rules::route(&JudgeInput {
             round: count,
             cap,
@@ -342,6 +343,7 @@ impl Executor<'_> {
             reason: format!("kickback {count} of at most {cap}: {}", decision.reason),
             answers,
             findings: judgements,
+            error: judge_error,
         }))?;
         Ok(match decision.route {
             Route::Again => KickbackDecision::Allowed,
@@ -408,8 +410,8 @@ impl Executor<'_> {
         let mut reviews =
             Reviews { passed: 0, revised: 0, errors: Vec::new(), raw: Vec::new(), revisers: Vec::new() };
         let mut lines = Vec::new();
-        for (name, asked) in names.iter().zip(answers) {
-            let (decision, findings, attempt) = match asked {
+        for ((name, seat), asked) in names.iter().zip(&panel.seats).zip(answers) {
+            let (decision, findings, attempt, error) = match asked {
                 Asked::Answer(reply, attempt) => {
                     let raw = RawEntry::from_review(name, &reply);
                     let findings = rules::unmerged(&raw)
@@ -440,12 +442,12 @@ impl Executor<'_> {
                         let _ = write!(line, "; {} {}", finding.severity.as_str(), finding.evidence);
                     }
                     lines.push(line);
-                    (outcome, findings, attempt)
+                    (outcome, findings, attempt, None)
                 }
                 Asked::GaveUp(last, attempt) => {
                     reviews.errors.push(name.clone());
                     lines.push(format!("{name} engine error: {}", first_sentence(&last)));
-                    (ReviewOutcome::Error, Vec::new(), attempt)
+                    (ReviewOutcome::Error, Vec::new(), attempt, Some(last))
                 }
             };
             let findings = findings.into_iter().map(|mut f| {
@@ -459,6 +461,8 @@ impl Executor<'_> {
                 decision,
                 findings: findings.collect(),
                 attempt,
+                seat: seat.clone(),
+                error,
             }))?;
         }
         self.st().report(stage).reviews.push(crate::RoundLines { round, lines });
@@ -504,9 +508,9 @@ impl Executor<'_> {
             let context = MergeContext { stage, round, findings: &views };
             Ok(with_note(&self.prompts.render(RequestKind::Merge, &context)?, note))
         };
-        let (merged, merge_failed) = match self.ask_one(target, prompt_for, parse).await? {
-            Asked::Answer(merged, _) => (merged, false),
-            Asked::GaveUp(..) => (rules::unmerged(raw), true),
+        let (merged, merge_error) = match self.ask_one(target, prompt_for, parse).await? {
+            Asked::Answer(merged, _) => (merged, None),
+            Asked::GaveUp(last, _) => (rules::unmerged(raw), Some(last)),
         };
 
         // Cross-review: each reviewer votes once on every finding it did not raise.
@@ -550,6 +554,7 @@ impl Executor<'_> {
 
         let mut ballots: BTreeMap<String, Vec<Ballot>> = BTreeMap::new();
         let mut failed: Vec<String> = Vec::new();
+        let mut vote_errors: BTreeMap<String, String> = BTreeMap::new();
         for (i, asked) in replies.into_iter().enumerate() {
             let name = &voters[i].0;
             match asked {
@@ -563,7 +568,10 @@ impl Executor<'_> {
                         }
                     }
                 }
-                Asked::GaveUp(..) => failed.push(name.clone()),
+                Asked::GaveUp(last, _) => {
+                    failed.push(name.clone());
+                    vote_errors.insert(name.clone(), last);
+                }
             }
         }
 
@@ -613,8 +621,10 @@ impl Executor<'_> {
             stage: stage.to_owned(),
             round,
             entries,
-            merge_failed,
+            merge_failed: merge_error.is_some(),
             no_votes_from: failed,
+            merge_error,
+            vote_errors,
         }))?;
         self.st().report(stage).synthesis.push(SynthesisRound { round, entries: report_entries });
         Ok((left, votes_by_id))

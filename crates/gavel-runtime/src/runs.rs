@@ -70,9 +70,129 @@ pub fn locate(run: &str, workspace: &Path) -> Result<PathBuf, String> {
     Err(format!("no record at {run}; give a run id under .gavel/runs or a record path"))
 }
 
+/// Where a resumed run goes on, and what to tell the person about it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResumeFolder {
+    /// The folder, absolute.
+    pub workspace: PathBuf,
+    /// A note for stderr when the folder is not plainly the one on record.
+    pub note: Option<String>,
+}
+
+/// The folder a run continues in:
+///
+/// 1. `explicit` (`--workspace DIR`), which must be a folder;
+/// 2. else the folder whose `.gavel/` holds the record (a record at
+///    `<ws>/.gavel/runs/<id>/events.jsonl` continues in `<ws>`, wherever
+///    the run started: a copied workspace resumes in the copy);
+/// 3. else (a record kept elsewhere with `--record`) the folder the record
+///    names (`recorded`), when it exists, with a note saying so.
+///
+/// Whichever it is, when it is not the recorded folder the note says so:
+/// a run never silently works somewhere other than where it was.
+pub fn resume_folder(record: &Path, explicit: Option<&Path>, recorded: &str) -> Result<ResumeFolder, String> {
+    let recorded_path = (!recorded.is_empty()).then(|| PathBuf::from(recorded));
+    let canonical = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_owned());
+    let (workspace, mut note) = if let Some(dir) = explicit {
+        if !dir.is_dir() {
+            return Err(format!(
+                "the workspace {} is not a folder; pass --workspace with the folder the run should go on in",
+                dir.display()
+            ));
+        }
+        (canonical(dir), None)
+    } else if let Some(ws) = workspace_holding(record) {
+        (canonical(&ws), None)
+    } else {
+        match &recorded_path {
+            Some(dir) if dir.is_dir() => {
+                let dir = canonical(dir);
+                let note = format!(
+                    "the record {} is not inside a workspace's .gavel/ folder: the run goes on in the folder it names, {} (pass --workspace DIR to choose another)",
+                    record.display(),
+                    dir.display()
+                );
+                (dir, Some(note))
+            }
+            _ => {
+                return Err(format!(
+                    "the record {} is not inside a workspace's .gavel/ folder, and the folder it names ({}) does not exist; pass --workspace with the folder the run should go on in",
+                    record.display(),
+                    if recorded.is_empty() { "none" } else { recorded }
+                ));
+            }
+        }
+    };
+    if let Some(recorded_path) = &recorded_path
+        && canonical(recorded_path) != workspace
+    {
+        note = Some(format!(
+            "the run goes on in {}, not in {} where its record says it worked",
+            workspace.display(),
+            recorded_path.display()
+        ));
+    }
+    Ok(ResumeFolder { workspace, note })
+}
+
+/// The folder whose `.gavel/` holds `record`, if it lies under one.
+pub fn workspace_holding(record: &Path) -> Option<PathBuf> {
+    let record = std::path::absolute(record).ok()?;
+    record
+        .ancestors()
+        .skip(1)
+        .find(|dir| dir.file_name().is_some_and(|n| n == ".gavel"))?
+        .parent()
+        .map(Path::to_owned)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_record_under_a_gavel_folder_belongs_to_the_folder_above_it() {
+        assert_eq!(
+            workspace_holding(Path::new("/w/copy/.gavel/runs/r1/events.jsonl")),
+            Some(PathBuf::from("/w/copy"))
+        );
+        assert_eq!(workspace_holding(Path::new("/w/.gavel/mine.jsonl")), Some(PathBuf::from("/w")));
+        assert_eq!(workspace_holding(Path::new("/records/r1.jsonl")), None);
+        assert_eq!(workspace_holding(Path::new("/w/.gavel")), None, "the folder itself holds no record");
+    }
+
+    #[test]
+    fn the_resume_folder_is_explicit_else_the_records_else_the_recorded_one_with_a_note() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let root = std::fs::canonicalize(dir.path()).unwrap_or_else(|e| panic!("{e}"));
+        let (orig, copy, other) = (root.join("orig"), root.join("copy"), root.join("other"));
+        for d in [&orig, &copy, &other] {
+            std::fs::create_dir_all(d.join(".gavel/runs/r")).unwrap_or_else(|e| panic!("{e}"));
+        }
+        let recorded = orig.display().to_string();
+        let in_orig = orig.join(".gavel/runs/r/events.jsonl");
+        let in_copy = copy.join(".gavel/runs/r/events.jsonl");
+        let elsewhere = root.join("r.jsonl");
+
+        // Where it started, quietly.
+        let same = resume_folder(&in_orig, None, &recorded).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(same, ResumeFolder { workspace: orig.clone(), note: None });
+        // A copy goes on in the copy, and says so.
+        let copied = resume_folder(&in_copy, None, &recorded).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(copied.workspace, copy);
+        assert!(copied.note.as_deref().is_some_and(|n| n.contains(&recorded)), "{copied:?}");
+        // --workspace wins over both.
+        let chosen = resume_folder(&in_copy, Some(&other), &recorded).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(chosen.workspace, other);
+        assert!(chosen.note.is_some());
+        assert!(resume_folder(&in_copy, Some(&root.join("nope")), &recorded).is_err());
+        // A record kept elsewhere: the recorded folder, with a note; none, an error.
+        let kept = resume_folder(&elsewhere, None, &recorded).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(kept.workspace, orig);
+        assert!(kept.note.as_deref().is_some_and(|n| n.contains("not inside")), "{kept:?}");
+        let gone = resume_folder(&elsewhere, None, &root.join("gone").display().to_string());
+        assert!(gone.is_err_and(|e| e.contains("--workspace")));
+    }
 
     #[test]
     fn run_ids_sort_by_time_and_are_usable() {

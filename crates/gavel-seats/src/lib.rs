@@ -137,12 +137,38 @@ pub fn seat_family(spec: &SeatSpec) -> Option<Family> {
 
 /// Builds a seat from its spec. `base` is the directory relative paths in the
 /// spec (such as `script`) are resolved against: the workflow file's directory.
+///
+/// Building a seat remembers the secrets it will be handed (see
+/// [`secret`]): the values of its secret-looking `env` entries, and the key
+/// in its `api_key_env` variable (or its engine's default one) when set, so
+/// they are scrubbed from everything gavel records or shows, whatever the
+/// engine.
 pub fn build_seat(name: &str, spec: &SeatSpec, base: &Path) -> Result<Box<dyn Seat>, BuildError> {
+    remember_secrets(spec);
     match spec.engine {
         Engine::Script => Ok(Box::new(ScriptSeat::from_spec(name, spec, base)?)),
         Engine::Anthropic | Engine::Openai => Ok(Box::new(http::HttpSeat::from_spec(name, spec, base)?)),
         Engine::Claude | Engine::Codex | Engine::Opencode | Engine::Gemini => {
             Ok(Box::new(cli::CliSeat::from_spec(name, spec, base)?))
         }
+    }
+}
+
+/// Remembers the secrets a seat is handed: its secret-looking `env` values,
+/// and the value of its key variable when that is set.
+fn remember_secrets(spec: &SeatSpec) {
+    for (name, value) in &spec.env {
+        secret::remember_env(name, value);
+    }
+    let var = match spec.api_key_env.as_deref().map(str::trim) {
+        Some("") => return,
+        Some(var) => var.to_owned(),
+        // A script seat is handed no key.
+        None if spec.engine == Engine::Script => return,
+        None => cli::default_key_env(spec.engine, spec.model.as_deref(), spec.base_url.as_deref()),
+    };
+    // Only a name can be read; a pasted key is refused by the engine itself.
+    if var.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        let _ = secret::read_key(&var);
     }
 }

@@ -256,7 +256,7 @@ impl Seat for ScriptSeat {
                 tokio::time::sleep(delay).await;
             }
             if let Some(error) = &turn.error {
-                return Err(SeatError::Engine(error.clone()));
+                return Err(SeatError::Engine(crate::secret::scrub(error).into_owned()));
             }
             if !turn.files.is_empty() {
                 if request.access == Access::ReadOnly {
@@ -272,7 +272,7 @@ impl Seat for ScriptSeat {
             }
             let text = turn.reply.as_ref().map(ReplyValue::text).unwrap_or_default();
             Ok(Reply {
-                text,
+                text: crate::secret::scrub(&text).into_owned(),
                 usage: turn.usage.unwrap_or_default(),
                 duration: started.elapsed(),
                 session: None,

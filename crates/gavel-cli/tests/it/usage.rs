@@ -27,9 +27,12 @@ fn workflow(dir: &Path, turns: &str, options: &str) -> PathBuf {
     path
 }
 
+/// A builder turn costing `cost` that writes `file` (nothing when empty).
 fn turn(cost: &str, file: &str) -> String {
+    let files =
+        if file.is_empty() { String::new() } else { format!("files = {{ {file:?} = \"# Welcome\\n\" }}\n") };
     format!(
-        "[[write]]\nreply = \"Wrote it.\"\nfiles = {{ {file:?} = \"# Welcome\\n\" }}\nusage = {{ input_tokens = 10, output_tokens = 5, cost_usd = {cost} }}\n\n"
+        "[[write]]\nreply = \"Wrote it.\"\n{files}usage = {{ input_tokens = 10, output_tokens = 5, cost_usd = {cost} }}\n\n"
     )
 }
 
@@ -109,7 +112,7 @@ fn huge_costs_saturate_and_the_budget_stops_the_run() {
     // Round 1 leaves the file out (so a round 2 is asked for); each turn costs 1e308.
     let flow = workflow(
         dir.path(),
-        &(turn("1e308", "other.md") + &turn("1e308", "other.md") + &turn("1e308", "welcome.md")),
+        &(turn("1e308", "") + &turn("1e308", "") + &turn("1e308", "welcome.md")),
         "max_cost_usd = 1.0",
     );
     let out = run(&flow, &ws, "huge", &[]);

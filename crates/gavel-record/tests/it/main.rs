@@ -34,7 +34,7 @@ fn sample_events() -> Vec<Event> {
             allow_same_family: vec![],
         }),
         Event::StageStart(StageStart { stage: "write".into(), round: 1 }),
-        Event::SeatRequest(SeatRequest { key: key(1), prompt_sha256: "cd".repeat(32) }),
+        Event::SeatRequest(SeatRequest { key: key(1), prompt_sha256: "cd".repeat(32), note: None }),
         Event::SeatReply(SeatReply {
             key: key(1),
             text: "wrote {\"braces\"} and ünïcode\nover lines".into(),

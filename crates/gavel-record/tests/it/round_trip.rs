@@ -156,9 +156,23 @@ fn check_run() -> impl Strategy<Value = Event> {
         text(),
         option::of(text()),
         any::<bool>(),
+        files(),
+        vec(text(), 0..3),
     )
         .prop_map(
-            |((stage, round), argv, shell, exit, timed_out, ms, output_tail, error, output_truncated)| {
+            |(
+                (stage, round),
+                argv,
+                shell,
+                exit,
+                timed_out,
+                ms,
+                output_tail,
+                error,
+                output_truncated,
+                files,
+                missing,
+            )| {
                 Event::CheckRun(CheckRun {
                     stage,
                     round,
@@ -170,6 +184,8 @@ fn check_run() -> impl Strategy<Value = Event> {
                     output_tail,
                     error,
                     output_truncated,
+                    files,
+                    missing,
                 })
             },
         )
@@ -184,11 +200,26 @@ fn synthesis() -> impl Strategy<Value = Event> {
         result,
         finding: SynthesisFinding { finding, votes },
     });
-    (text(), small(), vec(entry, 0..3), any::<bool>(), vec(text(), 0..3)).prop_map(
-        |(stage, round, entries, merge_failed, no_votes_from)| {
-            Event::ReviewSynthesis(ReviewSynthesis { stage, round, entries, merge_failed, no_votes_from })
-        },
+    (
+        text(),
+        small(),
+        vec(entry, 0..3),
+        any::<bool>(),
+        vec(text(), 0..3),
+        option::of(text()),
+        btree_map(text(), text(), 0..3),
     )
+        .prop_map(|(stage, round, entries, merge_failed, no_votes_from, merge_error, vote_errors)| {
+            Event::ReviewSynthesis(ReviewSynthesis {
+                stage,
+                round,
+                entries,
+                merge_failed,
+                no_votes_from,
+                merge_error,
+                vote_errors,
+            })
+        })
 }
 
 fn refine_judge() -> impl Strategy<Value = Event> {
@@ -201,9 +232,10 @@ fn refine_judge() -> impl Strategy<Value = Event> {
         text(),
         btree_map(text(), json(), 0..4),
         vec(judgement, 0..3),
+        option::of(text()),
     )
-        .prop_map(|(stage, round, route, reason, answers, findings)| {
-            Event::RefineJudge(RefineJudge { stage, round, route, reason, answers, findings })
+        .prop_map(|(stage, round, route, reason, answers, findings, error)| {
+            Event::RefineJudge(RefineJudge { stage, round, route, reason, answers, findings, error })
         })
 }
 
@@ -215,8 +247,9 @@ fn event() -> impl Strategy<Value = Event> {
     prop_oneof![
         run_start(),
         (text(), small()).prop_map(|(stage, round)| Event::StageStart(StageStart { stage, round })),
-        (key(), text())
-            .prop_map(|(key, prompt_sha256)| Event::SeatRequest(SeatRequest { key, prompt_sha256 })),
+        (key(), text(), option::of(text())).prop_map(|(key, prompt_sha256, note)| Event::SeatRequest(
+            SeatRequest { key, prompt_sha256, note }
+        )),
         (key(), text(), usage(), count(), option::of(text())).prop_map(|(key, text, usage, ms, session)| {
             Event::SeatReply(SeatReply { key, text, usage, ms, session })
         }),
@@ -233,11 +266,19 @@ fn event() -> impl Strategy<Value = Event> {
         (text(), small(), vec(requirement, 0..3)).prop_map(|(stage, round, requirements)| {
             Event::GoalCheck(GoalCheck { stage, round, requirements })
         }),
-        (text(), small(), text(), outcome, vec(finding(), 0..3), small()).prop_map(
-            |(stage, round, reviewer, decision, findings, attempt)| {
-                Event::ReviewDecision(ReviewDecision { stage, round, reviewer, decision, findings, attempt })
-            }
-        ),
+        (text(), small(), text(), outcome, vec(finding(), 0..3), small(), text(), option::of(text()))
+            .prop_map(|(stage, round, reviewer, decision, findings, attempt, seat, error)| {
+                Event::ReviewDecision(ReviewDecision {
+                    stage,
+                    round,
+                    reviewer,
+                    decision,
+                    findings,
+                    attempt,
+                    seat,
+                    error,
+                })
+            }),
         synthesis(),
         refine_judge(),
         (text(), small(), text(), text(), vec(finding(), 0..3)).prop_map(
@@ -245,18 +286,20 @@ fn event() -> impl Strategy<Value = Event> {
                 Event::Kickback(Kickback { from, round, to, reason, findings })
             }
         ),
-        (text(), small(), files()).prop_map(|(stage, round, files)| Event::ApprovalRequest(
-            ApprovalRequest { stage, round, files }
-        )),
+        (text(), small(), files(), option::of(text())).prop_map(|(stage, round, files, reason)| {
+            Event::ApprovalRequest(ApprovalRequest { stage, round, files, reason })
+        }),
         (text(), small(), files(), any::<bool>(), text(), text()).prop_map(
             |(stage, round, files, approved, by, reason)| {
                 Event::Approval(Approval { stage, round, files, approved, by, reason })
             }
         ),
         (text(), text()).prop_map(|(reason, waiting_for)| Event::RunPause(RunPause { reason, waiting_for })),
-        (text(), text(), option::of(number())).prop_map(|(reason, waiting_for, max_cost_usd)| {
-            Event::RunResume(RunResume { reason, waiting_for, max_cost_usd })
-        }),
+        (text(), text(), option::of(number()), text()).prop_map(
+            |(reason, waiting_for, max_cost_usd, workspace)| {
+                Event::RunResume(RunResume { reason, waiting_for, max_cost_usd, workspace })
+            }
+        ),
         (select(vec![EndStatus::Pass, EndStatus::Fail]), text(), small(), usage()).prop_map(
             |(status, summary, rounds, usage)| Event::RunEnd(RunEnd { status, summary, rounds, usage })
         ),
@@ -347,6 +390,7 @@ fn named_shapes_of_bad_numbers() {
             reason: "r".into(),
             waiting_for: String::new(),
             max_cost_usd: Some(f64::NAN),
+            workspace: String::new(),
         }))
         .unwrap_err();
     assert!(matches!(err, WriteError::Unwritable { .. }), "{err}");

@@ -145,7 +145,7 @@ pub fn tested_version(engine: Engine) -> Option<&'static str> {
 }
 
 /// The variable a seat's key is read from when it names none.
-fn default_key_env(engine: Engine, model: Option<&str>, base_url: Option<&str>) -> String {
+pub(crate) fn default_key_env(engine: Engine, model: Option<&str>, base_url: Option<&str>) -> String {
     match engine {
         Engine::Claude | Engine::Anthropic => "ANTHROPIC_API_KEY".to_owned(),
         Engine::Gemini => "GEMINI_API_KEY".to_owned(),
@@ -274,6 +274,7 @@ impl CliSeat {
     /// `env_key` and opencode's `{env:...}` refer to.
     #[must_use]
     pub fn with_key(mut self, key: Secret) -> Self {
+        crate::secret::remember(&key);
         self.key = KeySource::Given(key);
         self
     }
@@ -511,7 +512,10 @@ impl CliSeat {
             _ => gemini::parse(&stdout, &stderr, request.access),
         };
         let engine = self.engine;
-        let tail = || stderr_tail(&finished.stderr.tail_text(STDERR_QUOTE * 2));
+        // The tail starts at a cut: a key split by it is scrubbed too.
+        let tail = || {
+            stderr_tail(&crate::secret::scrub_cut(&finished.stderr.tail_text(STDERR_QUOTE * 2), true, false))
+        };
 
         if let Some(error) = &parsed.error {
             let msg = describe_error(engine, error, key_var, self.base_url.as_deref());
@@ -568,14 +572,14 @@ impl CliSeat {
             }),
         };
         Ok(Reply {
-            text,
+            text: redactor.scrub(&text),
             usage: Usage {
                 input_tokens: parsed.input_tokens,
                 output_tokens: parsed.output_tokens,
                 cost_usd: cost.or(parsed.cost_usd).unwrap_or(0.0),
             },
             duration: finished.duration,
-            session: parsed.session,
+            session: parsed.session.map(|id| redactor.scrub(&id)),
         })
     }
 }

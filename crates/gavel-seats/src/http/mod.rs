@@ -356,6 +356,7 @@ impl HttpSeat {
     /// that hold the key themselves, and tests).
     #[must_use]
     pub fn with_key(mut self, key: Secret) -> Self {
+        crate::secret::remember(&key);
         self.key = KeySource::Given(key);
         self
     }
@@ -463,15 +464,17 @@ impl HttpSeat {
             })?;
         }
         let cost = price::cost_usd(self.price, &self.model, collected.input_tokens, collected.output_tokens);
+        // Scrubbed once the stream is assembled: a key split across two
+        // chunks is whole here.
         Ok(Reply {
-            text: collected.text,
+            text: redactor.scrub(&collected.text),
             usage: Usage {
                 input_tokens: collected.input_tokens,
                 output_tokens: collected.output_tokens,
                 cost_usd: cost.unwrap_or(0.0),
             },
             duration: started.elapsed(),
-            session: collected.id,
+            session: collected.id.map(|id| redactor.scrub(&id)),
         })
     }
 
@@ -555,7 +558,9 @@ impl HttpSeat {
         let status = response.status();
         if !status.is_success() {
             let wait = retry::retry_after(response.headers(), jiff::Timestamp::now());
-            let text = response.text().await.unwrap_or_default();
+            // Scrubbed whole, before it is cut to a quote: a key echoed near
+            // the cut leaves no piece behind.
+            let text = crate::secret::scrub(&response.text().await.unwrap_or_default()).into_owned();
             let detail = stream::api_error_message(&text);
             let hint = match status.as_u16() {
                 401 | 403 => format!("; check the key in {}", self.key_origin()),

@@ -182,6 +182,36 @@ async fn the_key_goes_in_the_api_s_header_only() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_key_echoed_in_a_reply_is_scrubbed_whole_or_split_across_stream_deltas() {
+    let text = format!(r#"{{"decision":"pass","findings":[]}} (sent with {KEY}, twice: {KEY})"#);
+    let at = text.find(KEY).unwrap();
+    for flavour in ALL {
+        for cuts in [vec![], vec![at + 3], vec![at + 1, at + KEY.len() - 1], vec![at + KEY.len() / 2]] {
+            let mut pieces = Vec::new();
+            let mut start = 0;
+            for cut in cuts.iter().copied().chain([text.len()]) {
+                pieces.push(text[start..cut].to_owned());
+                start = cut;
+            }
+            let server = serve([Rule::pieces(pieces)]).await;
+            let dir = tempfile::tempdir().unwrap();
+            let reply = ask(
+                flavour,
+                &server,
+                &request(RequestKind::Review, dir.path(), &[], Duration::from_secs(10)),
+            )
+            .await
+            .unwrap();
+            assert_eq!(
+                reply.text,
+                r#"{"decision":"pass","findings":[]} (sent with [redacted $GAVEL_TEST_API_KEY], twice: [redacted $GAVEL_TEST_API_KEY])"#,
+                "{flavour:?} cut at {cuts:?}"
+            );
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_key_is_read_from_the_variable_api_key_env_names() {
     // A variable cargo and nextest set for every test process.
     let expected = std::env::var("CARGO_PKG_NAME").unwrap();

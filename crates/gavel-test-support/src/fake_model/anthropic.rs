@@ -70,7 +70,9 @@ pub(crate) fn sse(content: Content<'_>, ctx: &Ctx) -> String {
     let mut out = match content {
         Content::Text(text) => {
             let mut out = head(ctx, &json!({"type": "text", "text": ""}));
-            out.push_str(&text_delta(text));
+            for delta in ctx.deltas(text) {
+                out.push_str(&text_delta(delta));
+            }
             out
         }
         Content::Tool { name, input } => {

@@ -142,7 +142,9 @@ pub(crate) fn responses_sse(content: Content<'_>, ctx: &Ctx) -> String {
     events.head(ctx, &item);
     match &item {
         Item::Message(text) => {
-            events.text_delta(ctx, &item, text);
+            for delta in ctx.deltas(text) {
+                events.text_delta(ctx, &item, delta);
+            }
             let place = json!({"item_id": item_id, "output_index": 0, "content_index": 0});
             let mut done = place.clone();
             done["text"] = json!(text);
@@ -259,7 +261,14 @@ fn chunk(ctx: &Ctx, delta: &Value, finish_reason: Option<&str>) -> String {
 pub(crate) fn chat_sse(content: Content<'_>, ctx: &Ctx) -> String {
     let mut out = chunk(ctx, &json!({"role": "assistant", "content": ""}), None);
     let delta = match content {
-        Content::Text(text) => json!({"content": text}),
+        Content::Text(text) => {
+            let deltas = ctx.deltas(text);
+            let (last, first) = deltas.split_last().unwrap_or((&"", &[]));
+            for delta in first {
+                out.push_str(&chunk(ctx, &json!({"content": delta}), None));
+            }
+            json!({"content": last})
+        }
         Content::Tool { name, input } => json!({"tool_calls": [{
             "index": 0,
             "id": ctx.id("call"),

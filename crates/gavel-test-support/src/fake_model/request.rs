@@ -24,12 +24,28 @@ pub(crate) struct Ctx {
     pub created: u64,
     /// Chat Completions: `stream_options.include_usage`.
     pub include_usage: bool,
+    /// Where a streamed text is cut into deltas (byte offsets; none: one delta).
+    pub cuts: Vec<usize>,
 }
 
 impl Ctx {
     /// An id such as `msg_fake_0003`.
     pub fn id(&self, prefix: &str) -> String {
         format!("{prefix}_fake_{:04}", self.seq)
+    }
+
+    /// `text` as the deltas a stream sends: cut at [`Ctx::cuts`].
+    pub fn deltas<'t>(&self, text: &'t str) -> Vec<&'t str> {
+        let mut out = Vec::new();
+        let mut start = 0;
+        for &cut in &self.cuts {
+            if cut > start && cut < text.len() && text.is_char_boundary(cut) {
+                out.push(&text[start..cut]);
+                start = cut;
+            }
+        }
+        out.push(&text[start..]);
+        out
     }
 }
 

@@ -91,6 +91,11 @@ impl Rule {
         Self::new(FakeReply::Text(text.into()))
     }
 
+    /// A rule answering with `pieces` joined, streamed one delta per piece.
+    pub fn pieces<S: Into<String>>(pieces: impl IntoIterator<Item = S>) -> Self {
+        Self::new(FakeReply::Pieces(pieces.into_iter().map(Into::into).collect()))
+    }
+
     /// A rule answering with one call of tool `name` (see
     /// [`FakeReply::ToolCall`] for what `input` means).
     pub fn tool_call(name: impl Into<String>, input: Value) -> Self {
@@ -225,12 +230,16 @@ impl Match {
 /// In JSON (externally tagged, snake_case): `{"text":"..."}`,
 /// `{"tool_call":{"name":"Write","input":{...}}}`,
 /// `{"error":{"status":500,"body":"boom","retry_after":"1"}}`,
-/// `{"stall":{"after_text":"partial"}}`.
+/// `{"stall":{"after_text":"partial"}}`, `{"pieces":["sk-ant-","rest"]}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum FakeReply {
     /// A final text answer (stop reason end of turn).
     Text(String),
+    /// A final text answer streamed as one delta per piece (a key split
+    /// across two stream chunks); a reply that is not streamed joins them.
+    /// Gemini gets the joined text.
+    Pieces(Vec<String>),
     /// One tool call (stop reason tool use). `input` a JSON object: a
     /// function call with those arguments (JSON-encoded where the API wants
     /// a string). `input` a JSON string: for Responses a `custom_tool_call`

@@ -335,9 +335,18 @@ fn generate(
         seq,
         created: SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs()),
         include_usage,
+        cuts: Vec::new(),
     };
     match &reply {
         FakeReply::Text(text) => render(api, mode, Content::Text(text), &ctx),
+        FakeReply::Pieces(pieces) => {
+            let cuts = pieces.iter().scan(0, |at, piece| {
+                *at += piece.len();
+                Some(*at)
+            });
+            let ctx = Ctx { cuts: cuts.collect(), ..ctx };
+            render(api, mode, Content::Text(&pieces.concat()), &ctx)
+        }
         FakeReply::ToolCall { name, input } => render(api, mode, Content::Tool { name, input }, &ctx),
         FakeReply::Error { status, body, retry_after } => {
             let status = error_status(*status);
