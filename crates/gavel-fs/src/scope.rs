@@ -20,6 +20,8 @@ struct Entry {
     id: u64,
     root: PathBuf,
     writes: Vec<String>,
+    /// May write anything in the workspace (a command gavel runs).
+    anywhere: bool,
     start: u64,
     /// `None` while active.
     end: Option<u64>,
@@ -59,24 +61,47 @@ pub struct WriteScope {
 impl WriteScope {
     /// Registers a scope for `writes` in the workspace at `root`.
     pub fn enter(root: &Path, writes: &[String]) -> Self {
+        Self::register(root, writes.to_vec(), false)
+    }
+
+    /// Registers a scope that may write anything in the workspace at
+    /// `root`: a command gavel runs there (a `run` stage, a criterion),
+    /// whose files no list names.
+    pub fn enter_anywhere(root: &Path) -> Self {
+        Self::register(root, Vec::new(), true)
+    }
+
+    fn register(root: &Path, writes: Vec<String>, anywhere: bool) -> Self {
         let root = canonical(root);
         let mut reg = registry();
         reg.clock += 1;
         reg.next_id += 1;
         let (id, start) = (reg.next_id, reg.clock);
-        reg.scopes.push(Entry { id, root: root.clone(), writes: writes.to_vec(), start, end: None });
+        reg.scopes.push(Entry { id, root: root.clone(), writes, anywhere, start, end: None });
         Self { id, root, start }
+    }
+
+    fn overlapping<'r>(&self, reg: &'r Registry) -> impl Iterator<Item = &'r Entry> {
+        let (id, root, start) = (self.id, self.root.clone(), self.start);
+        reg.scopes
+            .iter()
+            .filter(move |e| e.id != id && e.root == root && e.end.is_none_or(|end| end >= start))
     }
 
     /// What other scopes in the same workspace that were active at any
     /// time since this one entered may write.
     pub fn others(&self) -> Vec<String> {
         let reg = registry();
-        reg.scopes
-            .iter()
-            .filter(|e| e.id != self.id && e.root == self.root && e.end.is_none_or(|end| end >= self.start))
-            .flat_map(|e| e.writes.iter().cloned())
-            .collect()
+        self.overlapping(&reg).flat_map(|e| e.writes.iter().cloned()).collect()
+    }
+
+    /// Whether a scope that may write anything (a command) was active in the
+    /// same workspace at any time since this one entered: then a change
+    /// outside this scope's `writes` cannot be told apart from the
+    /// command's own work.
+    pub fn overlapped_anywhere(&self) -> bool {
+        let reg = registry();
+        self.overlapping(&reg).any(|e| e.anywhere)
     }
 }
 
@@ -147,7 +172,23 @@ mod tests {
         let mut seen = mine.others();
         seen.sort();
         assert_eq!(seen, ["during.md", "still.md"]);
+        assert!(!mine.overlapped_anywhere());
         drop((still, elsewhere, mine));
+    }
+
+    #[test]
+    fn a_command_s_scope_is_seen_by_what_overlapped_it_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let other = tempfile::tempdir().unwrap();
+        drop(WriteScope::enter_anywhere(dir.path()));
+        let mine = WriteScope::enter(dir.path(), &["mine.md".into()]);
+        assert!(!mine.overlapped_anywhere(), "a command that ended before");
+        let elsewhere = WriteScope::enter_anywhere(other.path());
+        assert!(!mine.overlapped_anywhere(), "a command in another workspace");
+        let command = WriteScope::enter_anywhere(dir.path());
+        drop(command);
+        assert!(mine.overlapped_anywhere(), "a command that ran while it was active");
+        drop((elsewhere, mine));
     }
 
     #[test]

@@ -262,9 +262,14 @@ impl Guard {
         let workspace = crate::write::Workspace::new(&self.root).ok();
         let mut allowed: BTreeSet<String> = self.writes.iter().cloned().collect();
         allowed.extend(self.scope.others());
+        // A command gavel ran in this workspace meanwhile may have written
+        // anything: what changed outside `writes` cannot be blamed on this
+        // request, so it is left as it is (the sandbox rules commands).
+        let command_ran = self.scope.overlapped_anywhere();
         let is_allowed = |rel: &Path, dir_now: bool| {
             let Some(rel) = rel.to_str() else { return false };
-            allowed.contains(rel)
+            command_ran
+                || allowed.contains(rel)
                 || (dir_now
                     && allowed.iter().any(|w| w.strip_prefix(rel).is_some_and(|rest| rest.starts_with('/'))))
         };

@@ -518,7 +518,10 @@ impl Executor<'_> {
             let context =
                 JobContext { node: stage.name.clone(), round, workspace: self.workspace.clone(), feedback };
             let started = std::time::Instant::now();
+            // A job's code may write anywhere in the workspace, like a command.
+            let scope = gavel_fs::scope::WriteScope::enter_anywhere(&self.workspace);
             let outcome = job.job.run(&context).await;
+            drop(scope);
             let ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
             let (status, summary, to, findings) = match outcome {
                 Ok(JobOutcome::Pass(summary)) => ("pass", summary, None, Vec::new()),
@@ -921,9 +924,14 @@ async fn run_command(workspace: &Path, stage: &str, round: u32, run: &RunStage) 
         CommandSpec::Shell(line) => (SpawnSpec::shell(line, workspace), None, Some(line.clone())),
     };
     let started = std::time::Instant::now();
+    // A command may write anywhere in the workspace: an agent CLI builder
+    // running at the same time (a parallel node) must not have the
+    // command's files blamed on it and undone.
+    let scope = gavel_fs::scope::WriteScope::enter_anywhere(workspace);
     // Plain output: the tail is stored in the record and sent back to a
     // builder, where colour codes are noise.
     let finished = gavel_process::run(spec.plain_output().timeout(run.timeout)).await;
+    drop(scope);
     let ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
     let (exit, timed_out, output_tail, output_truncated, error) = match finished {
         Ok(done) => {

@@ -223,6 +223,30 @@ fn what_an_overlapping_request_may_write_is_not_blamed() {
 }
 
 #[test]
+fn what_changed_while_a_command_ran_in_the_workspace_is_not_blamed() {
+    let ws = tempfile::tempdir().unwrap();
+    let root = ws.path();
+    write(root, "coverage.txt", "old");
+    let guard = Guard::take(root, &writes(&["mine.md"]), Budget::DEFAULT).unwrap();
+    {
+        // A `run` node at the same time: it may write anything.
+        let _command = WriteScope::enter_anywhere(root);
+        write(root, "coverage.txt", "new");
+        write(root, "out/report.txt", "made by the command");
+    }
+    write(root, "mine.md", "mine");
+    assert_eq!(summary(&guard.finish().unwrap()), []);
+    assert_eq!(read(root, "coverage.txt"), "new");
+    assert_eq!(read(root, "out/report.txt"), "made by the command");
+
+    // Without a command meanwhile, the same changes are undone.
+    let guard = Guard::take(root, &writes(&["mine.md"]), Budget::DEFAULT).unwrap();
+    write(root, "coverage.txt", "newer");
+    assert_eq!(summary(&guard.finish().unwrap()), [("coverage.txt".into(), Change::Modified, true)]);
+    assert_eq!(read(root, "coverage.txt"), "new");
+}
+
+#[test]
 fn a_request_that_ended_before_the_snapshot_is_blamed_on_no_one_else() {
     let ws = tempfile::tempdir().unwrap();
     let root = ws.path();
