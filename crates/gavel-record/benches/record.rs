@@ -190,6 +190,7 @@ fn record_bytes(events: usize) -> Vec<u8> {
         digest: SHA.to_owned(),
         workspace: "/work/bench".to_owned(),
         gavel: "0.1.0".to_owned(),
+        record: "/work/bench/.gavel/runs/bench-20261130T000000Z/events.jsonl".to_owned(),
         allow_same_family: Vec::new(),
     })];
     let mut round = 1;

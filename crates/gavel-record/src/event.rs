@@ -434,6 +434,11 @@ pub struct RunStart {
     /// The gavel version that started the run.
     #[serde(default)]
     pub gavel: String,
+    /// The record's own path when the run started, absolute: where it lay
+    /// in the workspace tells a resume of a copied workspace where the copy
+    /// is, for a record kept outside `.gavel/`.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub record: String,
     /// Stages that opted out of the diversity rule (`allow_same_family`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub allow_same_family: Vec<String>,

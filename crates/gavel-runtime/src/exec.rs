@@ -95,6 +95,7 @@ pub async fn start(request: StartRequest, observer: &dyn Observer) -> Result<Out
         digest: workflow.digest.clone(),
         workspace: workspace.display().to_string(),
         gavel: env!("CARGO_PKG_VERSION").to_owned(),
+        record: std::path::absolute(&record).unwrap_or_else(|_| record.clone()).display().to_string(),
         allow_same_family: workflow
             .stages
             .iter()
@@ -122,7 +123,11 @@ pub async fn resume(request: ResumeRequest, observer: &dyn Observer) -> Result<O
             record.display()
         )));
     }
-    let folder = crate::runs::resume_folder(record, workspace.as_deref(), &state.workspace)
+    let started = recording.events.iter().find_map(|e| match &e.event {
+        Event::RunStart(start) => Some((start.workspace.as_str(), start.record.as_str())),
+        _ => None,
+    });
+    let folder = crate::runs::resume_folder(record, workspace.as_deref(), &state.workspace, started)
         .map_err(RunError::Refused)?;
     let workspace = folder.workspace;
     let mut workflow = if let Some(workflow) = built {

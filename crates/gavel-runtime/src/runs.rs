@@ -85,12 +85,22 @@ pub struct ResumeFolder {
 /// 2. else the folder whose `.gavel/` holds the record (a record at
 ///    `<ws>/.gavel/runs/<id>/events.jsonl` continues in `<ws>`, wherever
 ///    the run started: a copied workspace resumes in the copy);
-/// 3. else (a record kept elsewhere with `--record`) the folder the record
+/// 3. else, for a record kept inside the workspace but outside `.gavel/`
+///    (`--record records/run.jsonl`), the folder that holds it where the
+///    run's start put it: the record's place relative to the workspace it
+///    started in (`started`: that workspace and the record's path then) is
+///    the same in a copy, so a copy resumes in the copy;
+/// 4. else (a record kept elsewhere with `--record`) the folder the record
 ///    names (`recorded`), when it exists, with a note saying so.
 ///
 /// Whichever it is, when it is not the recorded folder the note says so:
 /// a run never silently works somewhere other than where it was.
-pub fn resume_folder(record: &Path, explicit: Option<&Path>, recorded: &str) -> Result<ResumeFolder, String> {
+pub fn resume_folder(
+    record: &Path,
+    explicit: Option<&Path>,
+    recorded: &str,
+    started: Option<(&str, &str)>,
+) -> Result<ResumeFolder, String> {
     let recorded_path = (!recorded.is_empty()).then(|| PathBuf::from(recorded));
     let canonical = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_owned());
     let (workspace, mut note) = if let Some(dir) = explicit {
@@ -102,6 +112,8 @@ pub fn resume_folder(record: &Path, explicit: Option<&Path>, recorded: &str) -> 
         }
         (canonical(dir), None)
     } else if let Some(ws) = workspace_holding(record) {
+        (canonical(&ws), None)
+    } else if let Some(ws) = started.and_then(|(workspace, then)| folder_beside(record, workspace, then)) {
         (canonical(&ws), None)
     } else {
         match &recorded_path {
@@ -133,6 +145,26 @@ pub fn resume_folder(record: &Path, explicit: Option<&Path>, recorded: &str) -> 
         ));
     }
     Ok(ResumeFolder { workspace, note })
+}
+
+/// The folder that holds `record` the way `started_in` held the record at
+/// `then` when the run started: `None` when the record lay outside that
+/// workspace, or `record` is not at the same place below a folder now.
+fn folder_beside(record: &Path, started_in: &str, then: &str) -> Option<PathBuf> {
+    if started_in.is_empty() || then.is_empty() {
+        return None;
+    }
+    let below = Path::new(then).strip_prefix(started_in).ok()?;
+    let depth = below.components().count();
+    if depth == 0 {
+        return None;
+    }
+    let record = std::path::absolute(record).ok()?;
+    if !record.ends_with(below) {
+        return None;
+    }
+    let folder = record.ancestors().nth(depth)?;
+    folder.is_dir().then(|| folder.to_owned())
 }
 
 /// The folder whose `.gavel/` holds `record`, if it lies under one.
@@ -175,23 +207,53 @@ mod tests {
         let elsewhere = root.join("r.jsonl");
 
         // Where it started, quietly.
-        let same = resume_folder(&in_orig, None, &recorded).unwrap_or_else(|e| panic!("{e}"));
+        let same = resume_folder(&in_orig, None, &recorded, None).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(same, ResumeFolder { workspace: orig.clone(), note: None });
         // A copy goes on in the copy, and says so.
-        let copied = resume_folder(&in_copy, None, &recorded).unwrap_or_else(|e| panic!("{e}"));
+        let copied = resume_folder(&in_copy, None, &recorded, None).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(copied.workspace, copy);
         assert!(copied.note.as_deref().is_some_and(|n| n.contains(&recorded)), "{copied:?}");
         // --workspace wins over both.
-        let chosen = resume_folder(&in_copy, Some(&other), &recorded).unwrap_or_else(|e| panic!("{e}"));
+        let chosen = resume_folder(&in_copy, Some(&other), &recorded, None).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(chosen.workspace, other);
         assert!(chosen.note.is_some());
-        assert!(resume_folder(&in_copy, Some(&root.join("nope")), &recorded).is_err());
+        assert!(resume_folder(&in_copy, Some(&root.join("nope")), &recorded, None).is_err());
         // A record kept elsewhere: the recorded folder, with a note; none, an error.
-        let kept = resume_folder(&elsewhere, None, &recorded).unwrap_or_else(|e| panic!("{e}"));
+        let kept = resume_folder(&elsewhere, None, &recorded, None).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(kept.workspace, orig);
         assert!(kept.note.as_deref().is_some_and(|n| n.contains("not inside")), "{kept:?}");
-        let gone = resume_folder(&elsewhere, None, &root.join("gone").display().to_string());
+        let gone = resume_folder(&elsewhere, None, &root.join("gone").display().to_string(), None);
         assert!(gone.is_err_and(|e| e.contains("--workspace")));
+    }
+
+    #[test]
+    fn a_record_kept_inside_the_workspace_outside_gavel_resumes_where_it_lies() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let root = std::fs::canonicalize(dir.path()).unwrap_or_else(|e| panic!("{e}"));
+        let (orig, copy) = (root.join("orig"), root.join("copy"));
+        for d in [&orig, &copy] {
+            std::fs::create_dir_all(d.join("records")).unwrap_or_else(|e| panic!("{e}"));
+        }
+        let then = orig.join("records/r.jsonl").display().to_string();
+        let started = orig.display().to_string();
+        let in_copy = copy.join("records/r.jsonl");
+        let found = resume_folder(&in_copy, None, &started, Some((&started, &then)))
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(found.workspace, copy);
+        assert!(found.note.as_deref().is_some_and(|n| n.contains(&started)), "{found:?}");
+        // Where it started: quietly there.
+        let same = resume_folder(Path::new(&then), None, &started, Some((&started, &then)))
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(same, ResumeFolder { workspace: orig.clone(), note: None });
+        // Moved to another place below a folder: the recorded folder, noted.
+        let moved = root.join("elsewhere.jsonl");
+        let fallback =
+            resume_folder(&moved, None, &started, Some((&started, &then))).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(fallback.workspace, orig);
+        assert!(fallback.note.is_some());
+        // A record that started outside its workspace gives no such folder.
+        let outside = root.join("r.jsonl").display().to_string();
+        assert_eq!(folder_beside(&in_copy, &started, &outside), None);
     }
 
     #[test]

@@ -359,3 +359,24 @@ pub fn server_refusing_key(key: &str) -> gavel_test_support::FakeModel {
     ]))
     .unwrap()
 }
+
+/// Runs `git ARGS` in `root` (a fixed author, no signing), asserting it works.
+pub fn git(root: &Path, args: &[&str]) {
+    let ok = std::process::Command::new("git")
+        .args(["-c", "user.name=t", "-c", "user.email=t@gavel.invalid", "-c", "commit.gpgsign=false"])
+        .args(args)
+        .current_dir(root)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|status| status.success());
+    assert!(ok, "git {args:?}");
+}
+
+/// A git repository at `root` with one commit holding `README.md`.
+pub fn git_repo(root: &Path) {
+    git(root, &["init", "-q", "-b", "main"]);
+    std::fs::write(root.join("README.md"), "x\n").unwrap();
+    git(root, &["add", "-A"]);
+    git(root, &["commit", "-q", "-m", "start"]);
+}

@@ -162,21 +162,7 @@ impl Goal {
     fn new(command: &str) -> Self {
         let dir = tempdir();
         let root = dir.path().canonicalize().unwrap();
-        let git = |args: &[&str]| {
-            let ok = std::process::Command::new("git")
-                .args(["-c", "user.name=t", "-c", "user.email=t@gavel.invalid", "-c", "commit.gpgsign=false"])
-                .args(args)
-                .current_dir(&root)
-                .stdout(Stdio::null())
-                .status()
-                .unwrap()
-                .success();
-            assert!(ok, "git {args:?}");
-        };
-        git(&["init", "-q", "-b", "main"]);
-        std::fs::write(root.join("README.md"), "x\n").unwrap();
-        git(&["add", "-A"]);
-        git(&["commit", "-q", "-m", "start"]);
+        crate::common::git_repo(&root);
         let goal = root.join(".gavel/goals/g1");
         std::fs::create_dir_all(&goal).unwrap();
         let yaml = format!(

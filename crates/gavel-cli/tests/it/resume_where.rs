@@ -352,6 +352,30 @@ fn a_record_kept_elsewhere_goes_on_in_the_folder_it_names_with_a_note() {
 }
 
 #[test]
+fn a_record_kept_in_the_workspace_outside_gavel_resumes_in_the_copy_that_holds_it() {
+    let dir = tempdir();
+    let workflow = flow(dir.path());
+    let orig = dir.path().join("orig");
+    std::fs::create_dir(&orig).unwrap();
+    let orig = orig.canonicalize().unwrap();
+    // `--record records/r.jsonl`, inside the workspace, as `[options] record` allows.
+    let record = orig.join("records/r.jsonl");
+    std::fs::create_dir_all(record.parent().unwrap()).unwrap();
+    gavel(args!["run", workflow, "--workspace", orig, "--record", record]).expect_code(3);
+    let copy = dir.path().join("copy");
+    copy_dir(&orig, &copy);
+    let original_files = read_bytes(&orig.join("page.md"));
+
+    let in_copy = copy.join("records/r.jsonl");
+    let out = output(gavel_cmd().current_dir(dir.path()).arg("approve").arg(&in_copy).args(["--by", "t"]));
+    out.expect_code(0);
+    assert!(copy.join("final.md").is_file(), "the copy went on");
+    assert!(!orig.join("final.md").exists(), "nothing was written where the run started");
+    assert_eq!(read_bytes(&orig.join("page.md")), original_files);
+    assert!(out.stderr.contains(&orig.display().to_string()), "says where it started: {}", out.stderr);
+}
+
+#[test]
 fn a_workspace_that_holds_its_workflow_resumes_from_the_copy_after_the_original_is_gone() {
     let dir = tempdir();
     // The workflow, its brief and its seats live inside the workspace.

@@ -300,20 +300,7 @@ fn a_secret_printed_by_a_goal_criterion_stays_out_of_evidence_the_goal_record_an
     const TOKEN_VAR: &str = "GAVEL_IT_DEPLOY_TOKEN";
     let dir = tempdir();
     let root = dir.path().canonicalize().unwrap();
-    let git = |args: &[&str]| {
-        let status = std::process::Command::new("git")
-            .args(["-c", "user.name=t", "-c", "user.email=t@t.invalid", "-c", "commit.gpgsign=false"])
-            .args(args)
-            .current_dir(&root)
-            .stdout(std::process::Stdio::null())
-            .status()
-            .unwrap();
-        assert!(status.success());
-    };
-    git(&["init", "-q", "-b", "main"]);
-    std::fs::write(root.join("README.md"), "# x\n").unwrap();
-    git(&["add", "-A"]);
-    git(&["commit", "-q", "-m", "start"]);
+    crate::common::git_repo(&root);
     // The command prints a token gavel holds in a secret-looking variable.
     std::fs::write(root.join("deploy.conf"), format!("token={TOKEN}\n")).unwrap();
     std::fs::create_dir_all(root.join(".gavel/goals/deploy")).unwrap();

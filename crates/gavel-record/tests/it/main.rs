@@ -31,6 +31,7 @@ fn sample_events() -> Vec<Event> {
             digest: "ab".repeat(32),
             workspace: "/w".into(),
             gavel: "0.1.0".into(),
+            record: "/w/.gavel/runs/hello-1/events.jsonl".into(),
             allow_same_family: vec![],
         }),
         Event::StageStart(StageStart { stage: "write".into(), round: 1 }),

@@ -138,9 +138,18 @@ fn json() -> impl Strategy<Value = Value> {
 }
 
 fn run_start() -> impl Strategy<Value = Event> {
-    (text(), text(), text(), text(), text(), text(), vec(text(), 0..3)).prop_map(
-        |(run_id, workflow, file, digest, workspace, gavel, allow_same_family)| {
-            Event::RunStart(RunStart { run_id, workflow, file, digest, workspace, gavel, allow_same_family })
+    (text(), text(), text(), text(), text(), text(), text(), vec(text(), 0..3)).prop_map(
+        |(run_id, workflow, file, digest, workspace, gavel, record, allow_same_family)| {
+            Event::RunStart(RunStart {
+                run_id,
+                workflow,
+                file,
+                digest,
+                workspace,
+                gavel,
+                record,
+                allow_same_family,
+            })
         },
     )
 }

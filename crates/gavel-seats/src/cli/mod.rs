@@ -408,7 +408,10 @@ impl CliSeat {
         // A CLI edits files with its own tools: watch the workspace around a
         // request that may write, and undo what lands outside its `writes`.
         let guard = match request.access {
-            Access::MayWrite => Some(self.snapshot(request).await?),
+            Access::MayWrite => {
+                self.check_writes(request)?;
+                Some(self.snapshot(request).await?)
+            }
             Access::ReadOnly => None,
         };
         let finished = gavel_process::run(spec).await.map_err(|e| self.spawn_failed(&e, &redactor))?;
@@ -424,6 +427,22 @@ impl CliSeat {
             reply.duration = started.elapsed();
             reply
         })
+    }
+
+    /// Refuses a request whose `writes` lead somewhere no seat may write
+    /// (out of the workspace through a symbolic link, into `.gavel/` or
+    /// `.git/`) before the CLI starts: the snapshot compares the workspace
+    /// only, so a file written through a link out of it would go unseen.
+    fn check_writes(&self, request: &Request) -> Result<(), SeatError> {
+        let workspace = gavel_fs::write::Workspace::new(&request.workspace)
+            .map_err(|e| SeatError::Engine(format!("{}: {e}; nothing was run", self.engine)))?;
+        for path in &request.writes {
+            workspace.check(path).map_err(|e| {
+                let message = format!("{}: {e}; the CLI was not started", self.engine);
+                if e.is_refusal() { SeatError::Refused(message) } else { SeatError::Engine(message) }
+            })?;
+        }
+        Ok(())
     }
 
     /// A snapshot of the request's workspace, taken off the async threads.

@@ -360,6 +360,46 @@ async fn a_cli_builder_s_changes_outside_writes_are_undone_and_named() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cli_builder_whose_writes_lead_out_through_a_link_is_not_started() {
+    // The snapshot sees the workspace only: a file the CLI would write
+    // through a link out of it must be refused before the CLI runs.
+    for shape in ["file", "folder", "dangling", "into .gavel"] {
+        let rig = Rig::new();
+        let outside = tempfile::tempdir().unwrap();
+        let ws = &rig.workspace;
+        let (link, target) = match shape {
+            "file" => ("page.md", outside.path().join("page.md")),
+            "folder" => ("docs", outside.path().to_owned()),
+            "dangling" => ("page.md", outside.path().join("nowhere/page.md")),
+            _ => {
+                ws.write(".gavel/runs/r/events.jsonl", "{}\n").unwrap();
+                ("docs", ws.join(".gavel/runs/r"))
+            }
+        };
+        if shape == "file" {
+            std::fs::write(&target, "outside bytes").unwrap();
+        }
+        let (seat, mut request) = mischievous(&rig, "");
+        std::fs::remove_file(ws.join("page.md")).unwrap();
+        std::os::unix::fs::symlink(&target, ws.join(link)).unwrap();
+        request.writes = vec![if link == "docs" { "docs/page.md".into() } else { "page.md".into() }];
+        let err = ask(&seat, &request).await.unwrap_err();
+        let SeatError::Refused(message) = &err else { panic!("{shape}: {err:?}") };
+        assert!(message.contains("the CLI was not started"), "{shape}: {message}");
+        assert!(!outside.path().join("page.md").exists() || shape == "file", "{shape}: written outside");
+        if shape == "file" {
+            assert_eq!(std::fs::read_to_string(&target).unwrap(), "outside bytes", "{shape}");
+        }
+        if shape == "into .gavel" {
+            assert_eq!(ws.read(".gavel/runs/r/events.jsonl").unwrap(), "{}\n");
+            assert!(!ws.exists(".gavel/runs/r/page.md"));
+        }
+        // The CLI never ran: its first act would have been page.md in the workspace.
+        assert!(!ws.path().join("page.md").is_file() || shape == "file", "{shape}: the CLI ran");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cli_builder_cannot_plant_git_hooks_or_links_out() {
     let rig = Rig::new();
     let outside = tempfile::tempdir().unwrap();
