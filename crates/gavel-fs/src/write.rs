@@ -84,6 +84,9 @@ pub enum Refusal {
     },
     /// The target exists and is not a regular file (what it is).
     NotAFile(&'static str),
+    /// The target is a file gavel itself writes while the run works (its
+    /// record given with `--record` or `[options] record`, the record's lock).
+    GavelsOwn,
 }
 
 impl fmt::Display for Refusal {
@@ -105,6 +108,7 @@ impl fmt::Display for Refusal {
             }
             Refusal::NotAFolder { part } => write!(f, "needs `{part}` to be a folder, and it is not"),
             Refusal::NotAFile(what) => write!(f, "is {what}, not a regular file"),
+            Refusal::GavelsOwn => f.write_str("is gavel's own file (the run's record or its lock)"),
         }
     }
 }
@@ -362,7 +366,13 @@ impl Workspace {
                 Ok(_) => return Err(refused(Refusal::NotAFile("a FIFO, socket or device"))),
             }
         }
-        Ok(Target { normal, dir, missing, name, existing })
+        let target = Target { normal, dir, missing, name, existing };
+        // The record (and its lock) may live in the workspace: no seat
+        // writes over the file every decision of the run is kept in.
+        if target.missing.is_empty() && crate::scope::owned().contains(&target.path()) {
+            return Err(refused(Refusal::GavelsOwn));
+        }
+        Ok(target)
     }
 
     /// Resolves the link at `link` (shown as `shown`): it must land on an
@@ -394,6 +404,15 @@ impl Workspace {
     pub fn write(&self, relative: &str, bytes: &[u8]) -> Result<PathBuf, WriteError> {
         let target = self.check(relative)?;
         let io = |step, source| WriteError::Io { path: relative.to_owned(), step, source };
+        let dir = Self::make_folders(relative, &target)?;
+        let mode = target.existing.as_ref().map(|m| m.permissions().mode() & KEPT_MODE_BITS);
+        replace(&dir, &target.name, bytes, mode).map_err(|(step, e)| io(step, e))?;
+        Ok(dir.join(&target.name))
+    }
+
+    /// Creates the folders `target` lacks; returns the file's folder.
+    fn make_folders(relative: &str, target: &Target) -> Result<PathBuf, WriteError> {
+        let io = |step, source| WriteError::Io { path: relative.to_owned(), step, source };
         let mut dir = target.dir.clone();
         for part in &target.missing {
             dir.push(part);
@@ -416,9 +435,130 @@ impl Workspace {
                 Err(e) => return Err(io(Step::CreatingFolder, e)),
             }
         }
+        Ok(dir)
+    }
+}
+
+impl Workspace {
+    /// Writes several files all or nothing: every path is checked, every
+    /// new content is written to a synced temp file beside its target, and
+    /// only then are the temp files renamed over their targets. A failure
+    /// before the renames (a full disk, the file size limit, a read-only
+    /// folder) leaves every file as it was; a rename that fails puts the
+    /// files already replaced back to their old bytes. Returns the files
+    /// written.
+    pub fn write_all(&self, files: &[(&str, &[u8])]) -> Result<Vec<PathBuf>, WriteError> {
+        let mut staged: Vec<Staged> = Vec::with_capacity(files.len());
+        for (relative, bytes) in files {
+            match self.stage(relative, bytes) {
+                Ok(file) => staged.push(file),
+                Err(e) => {
+                    // Temp files go as they drop; folders made for them go too.
+                    let made: Vec<PathBuf> = staged.iter().flat_map(|f| f.made.clone()).collect();
+                    drop(staged);
+                    remove_empty(&made);
+                    return Err(e);
+                }
+            }
+        }
+        let mut done: Vec<(PathBuf, Option<Vec<u8>>, Option<u32>)> = Vec::with_capacity(staged.len());
+        for file in staged {
+            let Staged { relative, temp, target, old, mode, made: _ } = file;
+            if let Err(e) = temp.persist(&target) {
+                for (path, old, mode) in done.iter().rev() {
+                    put_back(path, old.as_deref(), *mode);
+                }
+                return Err(WriteError::Io { path: relative, step: Step::Replacing, source: e.error });
+            }
+            if let Some(dir) = target.parent() {
+                File::open(dir).and_then(|d| d.sync_all()).map_err(|source| WriteError::Io {
+                    path: relative.clone(),
+                    step: Step::SyncingFolder,
+                    source,
+                })?;
+            }
+            done.push((target, old, mode));
+        }
+        Ok(done.into_iter().map(|(path, _, _)| path).collect())
+    }
+
+    /// Checks one file, creates its folders and writes its new bytes to a
+    /// synced temp file beside it, keeping the old bytes to put back.
+    fn stage(&self, relative: &str, bytes: &[u8]) -> Result<Staged, WriteError> {
+        let target = self.check(relative)?;
+        let io = |step, source| WriteError::Io { path: relative.to_owned(), step, source };
+        check_size_limit(bytes.len()).map_err(|e| io(Step::SizeLimit, e))?;
+        let mut made = Vec::with_capacity(target.missing.len());
+        let mut dir = target.dir.clone();
+        for part in &target.missing {
+            dir.push(part);
+            made.push(dir.clone());
+        }
+        let dir = Self::make_folders(relative, &target).inspect_err(|_| remove_empty(&made))?;
+        let path = dir.join(&target.name);
         let mode = target.existing.as_ref().map(|m| m.permissions().mode() & KEPT_MODE_BITS);
-        replace(&dir, &target.name, bytes, mode).map_err(|(step, e)| io(step, e))?;
-        Ok(dir.join(&target.name))
+        let temp = (|| {
+            let old = match &target.existing {
+                Some(_) => Some(std::fs::read(&path).map_err(|e| io(Step::Resolving, e))?),
+                None => None,
+            };
+            let mut temp = tempfile::Builder::new()
+                .prefix(".gavel-write-")
+                .suffix(".tmp")
+                .permissions(Permissions::from_mode(NEW_FILE_MODE))
+                .tempfile_in(&dir)
+                .map_err(|e| io(Step::WritingTemp, e))?;
+            temp.write_all(bytes).map_err(|e| io(Step::WritingTemp, e))?;
+            if let Some(mode) = mode {
+                temp.as_file()
+                    .set_permissions(Permissions::from_mode(mode))
+                    .map_err(|e| io(Step::WritingTemp, e))?;
+            }
+            temp.as_file().sync_all().map_err(|e| io(Step::WritingTemp, e))?;
+            Ok((temp, old))
+        })();
+        match temp {
+            Ok((temp, old)) => {
+                Ok(Staged { relative: relative.to_owned(), temp, target: path, old, mode, made })
+            }
+            Err(e) => {
+                remove_empty(&made);
+                Err(e)
+            }
+        }
+    }
+}
+
+/// One file of [`Workspace::write_all`], written to its temp file.
+struct Staged {
+    relative: String,
+    temp: tempfile::NamedTempFile,
+    target: PathBuf,
+    /// Its bytes before (`None`: it did not exist).
+    old: Option<Vec<u8>>,
+    mode: Option<u32>,
+    /// Folders that did not exist before it, outermost first.
+    made: Vec<PathBuf>,
+}
+
+/// Removes the folders in `made` that are empty, innermost first.
+fn remove_empty(made: &[PathBuf]) {
+    for dir in made.iter().rev() {
+        let _ = std::fs::remove_dir(dir);
+    }
+}
+
+/// Puts a replaced file back as it was (best effort: this runs only when a
+/// rename failed after others succeeded).
+fn put_back(path: &Path, old: Option<&[u8]>, mode: Option<u32>) {
+    let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else { return };
+    match old {
+        Some(bytes) => {
+            let _ = replace(dir, name, bytes, mode);
+        }
+        None => {
+            let _ = std::fs::remove_file(path);
+        }
     }
 }
 

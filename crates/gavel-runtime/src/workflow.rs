@@ -523,7 +523,9 @@ impl Compiler<'_> {
         };
         let seats = self.seats(&raw.seats, &dir)?;
         let roles = self.roles(&raw.roles, &seats)?;
-        let resolver = Resolver { seats: &seats, roles: &roles };
+        let record =
+            options.record.as_ref().and_then(|r| r.to_str()).and_then(|r| gavel_fs::write::normalise(r).ok());
+        let resolver = Resolver { seats: &seats, roles: &roles, record };
         let (form, stages) = if let Some(nodes) = &raw.node {
             if !raw.stage.is_empty() {
                 return Err(self.err(
@@ -1049,6 +1051,19 @@ impl Compiler<'_> {
                         check_relative(path.get_ref()).map_err(|why| {
                             self.err(path.span(), format!("`{}` {why}", path.get_ref()), WRITES_HINT)
                         })?;
+                        if let Some(record) = &resolver.record {
+                            let normal = gavel_fs::write::normalise(path.get_ref()).unwrap_or_default();
+                            if normal == *record || normal == format!("{record}.lock") {
+                                return Err(self.err(
+                                    path.span(),
+                                    format!(
+                                        "`{}` is the run's record (`[options] record`): no seat may write it",
+                                        path.get_ref()
+                                    ),
+                                    "write the stage's files elsewhere, or keep the record under another name",
+                                ));
+                            }
+                        }
                         out.push(path.get_ref().clone());
                     }
                     out
@@ -1422,6 +1437,9 @@ fn ancestors_of(name: &str, needs: &BTreeMap<String, Vec<String>>) -> BTreeSet<S
 struct Resolver<'a> {
     seats: &'a BTreeMap<String, SeatEntry>,
     roles: &'a BTreeMap<String, Vec<String>>,
+    /// `[options] record` in plain relative form, when it lies in the
+    /// workspace: no stage may write it (or its lock).
+    record: Option<String>,
 }
 
 impl Resolver<'_> {

@@ -66,16 +66,14 @@ pub fn write(request: &Request, planned: &[Planned], who: &str) -> Result<Vec<Pa
     let workspace = Workspace::new(&request.workspace).map_err(|e| io_error(&e, who))?;
     let paths: Vec<String> = planned.iter().map(|p| p.path.clone()).collect();
     let _scope = WriteScope::enter(workspace.root(), &paths);
-    planned
-        .iter()
-        .map(|file| {
-            workspace.write(&file.path, file.content.as_bytes()).map_err(|e| match e {
-                // Changed since the check (a link appeared): refused all the same.
-                WriteError::Refused { .. } => SeatError::Refused(format!("{who}: {e}")),
-                WriteError::Io { .. } => io_error(&e, who),
-            })
-        })
-        .collect()
+    // All or nothing: a reply whose last file cannot be written leaves the
+    // first ones as they were too.
+    let files: Vec<(&str, &[u8])> = planned.iter().map(|f| (f.path.as_str(), f.content.as_bytes())).collect();
+    workspace.write_all(&files).map_err(|e| match e {
+        // Changed since the check (a link appeared): refused all the same.
+        WriteError::Refused { .. } => SeatError::Refused(format!("{who}: {e}; nothing was written")),
+        WriteError::Io { .. } => SeatError::Engine(format!("{who}: {e}; no file of this reply was changed")),
+    })
 }
 
 /// [`check`], then [`write`].

@@ -189,6 +189,31 @@ fn check_refuses_writes_that_no_seat_may_write() {
 }
 
 #[test]
+fn check_refuses_writes_that_name_the_run_s_record_or_its_lock() {
+    let setup = setup();
+    for (record, entry) in [
+        ("rec.jsonl", "rec.jsonl"),
+        ("records/run.jsonl", "./records//run.jsonl"),
+        ("./records/run.jsonl", "records/run.jsonl.lock"),
+    ] {
+        let workflow = format!(
+            "name = \"bad\"\nbrief = \"brief.md\"\n\n[options]\nrecord = \"{record}\"\n\n[seats]\nwriter = {{ engine = \"script\", script = \"seats/writer.toml\" }}\n\n[node.x]\nagent = \"writer\"\nwrites = [\"{entry}\"]\n"
+        );
+        std::fs::write(setup.files.join("w.toml"), workflow).expect("write the workflow");
+        let out = gavel_in(&setup.files, args!["check", "w.toml"]);
+        assert_eq!(out.code, 2, "{entry}: {}", out.stderr);
+        let first = out.stderr.lines().next().unwrap_or_default();
+        assert_eq!(
+            first,
+            format!(
+                "  × w.toml:12:11: `{entry}` is the run's record (`[options] record`): no seat may write it"
+            ),
+            "{entry}"
+        );
+    }
+}
+
+#[test]
 fn a_brief_s_files_follow_the_same_rule() {
     let setup = setup();
     let workflow = "name = \"bad\"\nbrief = \"b.md\"\n\n[seats]\nwriter = { engine = \"script\", script = \"seats/writer.toml\" }\n\n[[stage]]\nname = \"page\"\nagent = \"writer\"\n";

@@ -108,6 +108,43 @@ fn a_builder_aiming_at_the_record_is_refused_and_the_record_stays_readable() {
 }
 
 #[test]
+fn a_builder_aiming_at_a_record_kept_in_the_workspace_is_refused() {
+    // `--record` inside the workspace (not under `.gavel/`): the record and
+    // its lock are gavel's own, by their path or through a link.
+    for (aim, link) in [
+        ("rec.jsonl", None),
+        ("records/../rec.jsonl", None),
+        ("alias.jsonl", Some("rec.jsonl")),
+        ("rec.jsonl.lock", None),
+    ] {
+        let ws = tempdir();
+        let files = tempdir();
+        if let Some(target) = link {
+            std::os::unix::fs::symlink(target, ws.path().join(aim)).unwrap();
+        }
+        let writes = format!(r#""page.md", "{aim}""#);
+        let wf = workflow(files.path(), &writes, &format!(r#""page.md" = "the page", "{aim}" = "WIPED""#));
+        let record = ws.path().join("rec.jsonl");
+        let run = gavel(args!["run", wf, "--workspace", ws.path(), "--record", record, "--json"]);
+        if aim.contains("..") {
+            // Refused before anything runs.
+            run.expect_code(2);
+            continue;
+        }
+        run.expect_code(4);
+        assert!(!ws.path().join("page.md").exists(), "{aim}: all or nothing");
+        let events = events(&record);
+        assert_well_formed(&events);
+        let errors = seat_errors(&events);
+        assert_eq!(errors.len(), 2, "{aim}: {errors:?}");
+        assert!(errors.iter().all(|e| e.contains("gavel's own file")), "{aim}: {errors:?}");
+        let status = gavel(args!["status", record, "--json"]);
+        status.expect_code(0);
+        assert_eq!(status.json()["status"]["state"], "paused", "{aim}");
+    }
+}
+
+#[test]
 fn a_write_over_the_file_size_limit_keeps_the_old_bytes_and_leaves_no_temp_file() {
     let ws = tempdir();
     let files = tempdir();

@@ -353,3 +353,88 @@ fn a_read_only_folder_fails_cleanly() {
     assert_eq!(std::fs::read_to_string(ws.path().join("ro/keep.md")).unwrap(), "precious");
     assert_eq!(files(ws.path()), ["ro/keep.md"]);
 }
+
+/// The environment variable that makes [`helper_write_all_under_a_size_limit`]
+/// act: it names the workspace.
+const HELPER_ALL_ENV: &str = "GAVEL_FS_TEST_SIZE_LIMIT_WRITE_ALL";
+
+/// Not a test on its own: run by [`a_reply_cut_by_the_size_limit_changes_no_file`]
+/// in a child process under `ulimit -f`: a small file first, then one over
+/// the limit in new folders, written all or nothing.
+#[test]
+fn helper_write_all_under_a_size_limit() {
+    let Ok(dir) = std::env::var(HELPER_ALL_ENV) else { return };
+    let ws = Workspace::new(Path::new(&dir)).unwrap();
+    let big = [b'x'; 8192];
+    match ws.write_all(&[("keep.md", b"NEW".as_slice()), ("sub.md", b"new too"), ("new/deep/big.md", &big)]) {
+        Ok(_) => println!("HELPER: written"),
+        Err(err) => println!("HELPER: {err}"),
+    }
+}
+
+#[test]
+fn a_reply_cut_by_the_size_limit_changes_no_file() {
+    let exe = std::env::current_exe().unwrap();
+    for prelude in ["ulimit -f 4", "trap '' XFSZ; ulimit -f 4"] {
+        let ws = tempfile::tempdir().unwrap();
+        std::fs::write(ws.path().join("keep.md"), "OLD").unwrap();
+        let out = std::process::Command::new("bash")
+            .arg("-c")
+            .arg(format!("{prelude}; exec \"$0\" \"$@\""))
+            .arg(&exe)
+            .args([
+                "--exact",
+                "write::tests::helper_write_all_under_a_size_limit",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env(HELPER_ALL_ENV, ws.path())
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{prelude}: {out:?}");
+        assert!(stdout.contains("HELPER: cannot write `new/deep/big.md`"), "{prelude}: {stdout}");
+        assert_eq!(std::fs::read_to_string(ws.path().join("keep.md")).unwrap(), "OLD", "{prelude}");
+        assert_eq!(files(ws.path()), ["keep.md"], "{prelude}: no other file, no temp file left");
+        assert!(!ws.path().join("new").exists(), "{prelude}: no folder left behind");
+    }
+}
+
+#[test]
+fn write_all_writes_every_file_or_none() {
+    let ws = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(ws.path().join("a.md"), "old a").unwrap();
+    std::os::unix::fs::symlink(outside.path(), ws.path().join("out")).unwrap();
+    let workspace = Workspace::new(ws.path()).unwrap();
+    // The last path is refused: the first is not written.
+    for bad in ["out/x.md", ".gavel/x", "../x", "a.md/x"] {
+        let err =
+            workspace.write_all(&[("a.md", b"new a".as_slice()), ("b/c.md", b"c"), (bad, b"x")]).unwrap_err();
+        assert!(err.to_string().contains(bad), "{bad}: {err}");
+        assert_eq!(std::fs::read_to_string(ws.path().join("a.md")).unwrap(), "old a", "{bad}");
+        assert!(!ws.path().join("b").exists(), "{bad}: a folder was left");
+    }
+    assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 0);
+    let written = workspace.write_all(&[("a.md", b"new a".as_slice()), ("b/c.md", b"c")]).unwrap();
+    assert_eq!(written.len(), 2);
+    assert_eq!(std::fs::read_to_string(ws.path().join("a.md")).unwrap(), "new a");
+    assert_eq!(std::fs::read_to_string(ws.path().join("b/c.md")).unwrap(), "c");
+    assert_eq!(files(ws.path()), ["a.md", "b/c.md", "out"]);
+}
+
+#[test]
+fn gavel_s_own_files_are_never_written() {
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::create_dir(ws.path().join("records")).unwrap();
+    let record = ws.path().join("records/run.jsonl");
+    std::fs::write(&record, "{\"v\":1}\n").unwrap();
+    std::os::unix::fs::symlink("records/run.jsonl", ws.path().join("alias.jsonl")).unwrap();
+    let owned = crate::scope::own(&record);
+    for path in ["records/run.jsonl", "./records//run.jsonl", "alias.jsonl"] {
+        assert_eq!(refusal(ws.path(), path), Refusal::GavelsOwn, "{path}");
+    }
+    assert_eq!(std::fs::read_to_string(&record).unwrap(), "{\"v\":1}\n");
+    drop(owned);
+    assert!(write_file(ws.path(), "records/run.jsonl", b"x").is_ok(), "once gavel is done with it");
+}
