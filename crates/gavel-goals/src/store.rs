@@ -127,8 +127,17 @@ pub struct GoalView {
     pub warning: Option<String>,
 }
 
+/// Refuses a goal record that exists and is not a regular file (a FIFO
+/// would hang the reader and the writer, a device would never end): it is
+/// not "no record yet".
+fn check_record(paths: &GoalPaths) -> Result<(), GoalError> {
+    gavel_fs::read::check_absent_or_regular(&paths.record, gavel_fs::read::UserFile::Record)
+        .map_err(|e| GoalError::Read(gavel_record::ReadError::NotAFile(e)))
+}
+
 /// Reads a goal's record without the lock: for views that write nothing.
 pub fn read_state(paths: &GoalPaths) -> Result<GoalView, GoalError> {
+    check_record(paths)?;
     if !paths.record.is_file() {
         return Ok(GoalView { state: GoalState::default(), events: Vec::new(), warning: None });
     }
@@ -157,6 +166,7 @@ impl GoalRecord {
     pub fn open(paths: &GoalPaths) -> Result<Self, GoalError> {
         std::fs::create_dir_all(&paths.dir).map_err(|source| GoalError::io(&paths.dir, source))?;
         let lock = RunLock::acquire(&paths.record).map_err(|err| busy(&paths.id, err))?;
+        check_record(paths)?;
         let (writer, events, torn_warning) = if paths.record.is_file() {
             let recording = read_record_typed::<GoalEvent>(&paths.record)?;
             let torn = recording.torn.as_ref().map(|t| t.warning(&paths.record));

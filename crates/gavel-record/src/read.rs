@@ -86,6 +86,22 @@ pub fn read_record(path: &Path) -> Result<Recording, ReadError> {
 pub fn read_record_typed<E: RecordEvent>(path: &Path) -> Result<Recording<E>, ReadError> {
     let (file, meta) = open_record(path)?;
     let len = meta.len();
+    // Every record starts with an event's `{`: a file that does not (a
+    // sparse file of zeros, a binary) is refused before gigabytes are read.
+    if len > 0 {
+        use std::os::unix::fs::FileExt as _;
+        let mut first = [0u8; 1];
+        file.read_exact_at(&mut first, 0)
+            .map_err(|source| ReadError::Io { path: path.to_owned(), source })?;
+        if first[0] != b'{' {
+            return Err(ReadError::BadLine {
+                path: path.to_owned(),
+                line: 1,
+                message: "this is not a gavel record: a record's every line is one JSON event, `{\"v\":1,\"seq\":1,...}`"
+                    .to_owned(),
+            });
+        }
+    }
     read_in_pieces(path, &file, len, usize::try_from(len).map_or(1, parallelism))
 }
 

@@ -323,6 +323,10 @@ fn owned(path: &Path) -> [Owned; 2] {
 }
 
 fn open_append(path: &Path) -> Result<File, WriteError> {
+    // Opening a FIFO for writing waits for a reader: refuse anything but a
+    // regular file (or nothing yet) before opening.
+    gavel_fs::read::check_absent_or_regular(path, gavel_fs::read::UserFile::Record)
+        .map_err(WriteError::NotAFile)?;
     OpenOptions::new().create(true).append(true).open(path).map_err(|source| io(path, source))
 }
 

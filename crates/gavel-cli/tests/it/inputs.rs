@@ -240,6 +240,61 @@ fn a_record_path_that_is_not_a_regular_file_is_refused() {
     }
 }
 
+#[test]
+fn a_record_that_does_not_start_like_one_is_refused_before_it_is_read() {
+    let s = setup();
+    // Sparse and huge: reading it whole would take seconds and gigabytes.
+    let zeros = s.root.join("zeros.jsonl");
+    std::fs::File::create(&zeros).unwrap().set_len(2 << 30).unwrap();
+    let binary = s.root.join("binary.jsonl");
+    std::fs::write(&binary, b"\x7fELF\x02\x01\x01\0\0\0").unwrap();
+    for record in [&zeros, &binary] {
+        for command in ["status", "log", "resume", "approve"] {
+            let out = gavel(&s.root, os![command, record], None);
+            assert_eq!(out.code, 2, "{command} {}: {}", record.display(), out.stderr);
+            assert!(out.stderr.contains("not a gavel record"), "{command}: {}", out.stderr);
+            assert!(out.stderr.contains(&record.display().to_string()), "{}", out.stderr);
+        }
+    }
+}
+
+#[test]
+fn a_goal_record_that_is_not_a_regular_file_is_refused_and_the_hook_still_lets_go() {
+    let s = setup();
+    for bad in bad_inputs(&s.root, "goal-record", 0) {
+        if bad.shape == "an oversized file" || bad.shape == "a folder" {
+            continue; // records have no size limit; a folder is checked below
+        }
+        let dir = tempdir();
+        let root = dir.path().canonicalize().unwrap();
+        crate::common::git_repo(&root);
+        let new = gavel(&root, os!["goal", "new", "g1", "--title", "T", "--criterion", "ok::true"], None);
+        assert_eq!(new.code, 0, "{}", new.stderr);
+        let record = root.join(".gavel/goals/g1/events.jsonl");
+        let _ = std::fs::remove_file(&record);
+        std::os::unix::fs::symlink(&bad.path, &record).unwrap();
+        for command in [&["goal", "evaluate", "g1"][..], &["goal", "status", "g1"], &["goal", "log", "g1"]] {
+            let args: Vec<&std::ffi::OsStr> = command.iter().map(std::ffi::OsStr::new).collect();
+            let out = gavel(&root, &args, None);
+            assert_eq!(out.code, 2, "{command:?} at {}: {}", bad.shape, out.stderr);
+            assert!(out.stderr.contains("events.jsonl"), "{command:?}: {}", out.stderr);
+            assert!(out.stderr.contains("not a regular file"), "{command:?}: {}", out.stderr);
+        }
+        let input = root.join("stop.json");
+        std::fs::write(
+            &input,
+            format!(
+                "{{\"session_id\":\"s\",\"transcript_path\":\"/dev/null\",\"cwd\":{:?},\"hook_event_name\":\"Stop\",\"stop_hook_active\":false}}",
+                root.display().to_string()
+            ),
+        )
+        .unwrap();
+        let out = gavel(&root, os!["hook", "stop"], Some(&input));
+        assert_eq!(out.code, 0, "hook stop at {}: {}", bad.shape, out.stderr);
+        assert!(!out.stdout.contains("\"block\""), "the agent may stop: {}", out.stdout);
+    }
+}
+
 /// A git repository with one goal whose goal.yaml is `bad`.
 fn goal_repo(bad: &Path) -> (tempfile::TempDir, PathBuf) {
     let dir = tempdir();
