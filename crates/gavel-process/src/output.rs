@@ -69,8 +69,23 @@ impl Output {
     /// The whole kept end is cleaned before it is cut, so a colour code
     /// that straddles the cut cannot leave half a sequence behind.
     pub fn plain_tail(&self, max_bytes: usize) -> (String, bool) {
-        let source = if self.truncated() { self.tail.clone() } else { self.contiguous() };
-        let text = crate::plain::plain_text(&source);
+        let text = if self.truncated() {
+            // The kept tail starts wherever the capture cut, perhaps inside
+            // an escape sequence whose start is gone: its rest would read as
+            // text (`5;255m`, half a hyperlink). Start where the stream is
+            // known to be in step: after the first line break, else at the
+            // first escape.
+            let tail = &self.tail[..];
+            let start = tail
+                .iter()
+                .position(|&b| b == b'\n')
+                .map(|i| i + 1)
+                .or_else(|| tail.iter().position(|&b| b == 0x1b))
+                .unwrap_or(0);
+            crate::plain::plain_text(&tail[start..])
+        } else {
+            crate::plain::plain_text(&self.contiguous())
+        };
         let mut start = text.len().saturating_sub(max_bytes);
         while !text.is_char_boundary(start) {
             start += 1;
@@ -224,6 +239,31 @@ mod tests {
         assert_eq!(out.to_string_lossy(), "hello world");
         assert_eq!(out.tail_text(5), "world");
         assert_eq!(out.tail_text(100), "hello world");
+    }
+
+    #[test]
+    fn a_tail_cut_inside_an_escape_sequence_leaves_none_of_it() {
+        // Long enough that the capture keeps only the end of each.
+        let colour = "\x1b[38;2;255;255;255mX\x1b[0m".repeat(3000);
+        let link = "\x1b]8;;https://example.com/aaaaaaaaaaaaaaaaaaaaaaaa\x1b\\X\x1b]8;;\x1b\\".repeat(3000);
+        let lines = "\x1b[31mred line\x1b[0m\n".repeat(3000);
+        for (name, stream) in [("colour", colour), ("hyperlink", link), ("lines", lines)] {
+            for keep in [100, 101, 102, 103, 104, 105, 106, 107] {
+                let mut cap = Capture::new(OutputLimit::new(16, keep));
+                cap.push(stream.as_bytes());
+                let out = cap.finish();
+                assert!(out.truncated(), "{name}");
+                let (text, cut) = out.plain_tail(4096);
+                assert!(cut, "{name}");
+                let expected = if name == "lines" { "red line\n" } else { "X" };
+                assert!(!text.is_empty(), "{name}/{keep}");
+                assert!(
+                    text.split_inclusive(expected).all(|piece| piece == expected)
+                        || text.replace(expected, "").is_empty(),
+                    "{name}/{keep}: a piece of a sequence was left: {text:?}"
+                );
+            }
+        }
     }
 
     #[test]
