@@ -1,7 +1,7 @@
 //! The fold from events to run state: the one view `gavel status`, the
 //! summary and resume share. Every field comes from the record alone.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use gavel_domain::{RequestKind, Usage};
 use jiff::Timestamp;
@@ -43,6 +43,41 @@ impl RunStatus {
             RunStatus::Paused { .. } => "paused",
             RunStatus::Ended { status, .. } => status.as_str(),
         }
+    }
+}
+
+/// What [`RunState`] prefixes a failure that rests on a failed request:
+/// such a failure is counted once, at its `seat:error`.
+const RESTS_ON_A_SEAT_ERROR: &str = "the seat failed";
+
+impl RunState {
+    /// Counts a request whose replies could not be used, unless its reason
+    /// is a failed request (a `seat:error`, counted already).
+    fn unusable(
+        &mut self,
+        stage: &str,
+        round: u32,
+        request: RequestKind,
+        seat: Option<&String>,
+        kind: &'static str,
+        error: &str,
+    ) {
+        if error.starts_with(RESTS_ON_A_SEAT_ERROR) {
+            return;
+        }
+        let asked = self.last_asked.get(&(stage.to_owned(), round, request));
+        let seat = seat.cloned().or_else(|| asked.map(|(seat, _)| seat.clone())).unwrap_or_default();
+        let attempt = asked.map_or(0, |(_, attempt)| *attempt);
+        self.engine_errors += 1;
+        self.errors.push(EngineError {
+            kind,
+            stage: stage.to_owned(),
+            round,
+            seat,
+            request,
+            attempt,
+            error: error.to_owned(),
+        });
     }
 }
 
@@ -116,6 +151,10 @@ pub struct RunState {
     /// resting on one is not counted twice.
     #[serde(skip)]
     failed_reviews: HashSet<(String, u32, String, u32)>,
+    /// The last request of a kind in a stage's round: its seat and attempt
+    /// (a merge's or a judge's failure names no seat).
+    #[serde(skip)]
+    last_asked: HashMap<(String, u32, RequestKind), (String, u32)>,
 }
 
 impl Default for RunState {
@@ -141,6 +180,7 @@ impl Default for RunState {
             last_at: None,
             resumes: 0,
             failed_reviews: HashSet::new(),
+            last_asked: HashMap::new(),
         }
     }
 }
@@ -178,6 +218,8 @@ impl RunState {
                 self.requests += 1;
                 let key = &request.key;
                 self.in_flight = Some(format!("{}/{}/{}", key.stage, key.seat, key.request));
+                self.last_asked
+                    .insert((key.stage.clone(), key.round, key.request), (key.seat.clone(), key.attempt));
             }
             Event::SeatReply(reply) => {
                 self.usage.add(reply.usage);
@@ -220,6 +262,36 @@ impl RunState {
                     });
                 }
             }
+            // A merge, a vote or a judge whose replies could not be used
+            // (asked once more, unusable again): an engine error too,
+            // unless it rests on a failed request already counted.
+            Event::ReviewSynthesis(synthesis) => {
+                if let Some(error) = &synthesis.merge_error {
+                    self.unusable(
+                        &synthesis.stage,
+                        synthesis.round,
+                        RequestKind::Merge,
+                        None,
+                        "review:synthesis",
+                        error,
+                    );
+                }
+                for (voter, error) in &synthesis.vote_errors {
+                    self.unusable(
+                        &synthesis.stage,
+                        synthesis.round,
+                        RequestKind::Vote,
+                        Some(voter),
+                        "review:synthesis",
+                        error,
+                    );
+                }
+            }
+            Event::RefineJudge(judge) => {
+                if let Some(error) = &judge.error {
+                    self.unusable(&judge.stage, judge.round, RequestKind::Judge, None, "refine:judge", error);
+                }
+            }
             Event::RunPause(pause) => {
                 self.status = RunStatus::Paused {
                     reason: pause.reason.clone(),
@@ -242,8 +314,6 @@ impl RunState {
             | Event::JobDone(_)
             | Event::GoalCheck(_)
             | Event::ReviewDecision(_)
-            | Event::ReviewSynthesis(_)
-            | Event::RefineJudge(_)
             | Event::Kickback(_)
             | Event::ApprovalRequest(_)
             | Event::Approval(_) => {}
@@ -318,5 +388,39 @@ mod tests {
         assert_eq!(json["engine_errors"], 3);
         assert_eq!(json["errors"][2]["request"], "review");
         assert!(json.get("failed_reviews").is_none(), "the fold's own index is not a view");
+    }
+
+    #[test]
+    fn merges_votes_and_judges_whose_replies_could_not_be_used_count_too() {
+        let state = fold(&[
+            START,
+            r#""kind":"seat:request","data":{"stage":"s","round":1,"seat":"m","request":"merge","attempt":2,"prompt_sha256":"p","note":"no JSON"}"#,
+            r#""kind":"seat:request","data":{"stage":"s","round":1,"seat":"v","request":"vote","attempt":2,"prompt_sha256":"p"}"#,
+            r#""kind":"seat:error","data":{"stage":"s","round":1,"seat":"w","request":"vote","attempt":2,"error":"boom"}"#,
+            // The merge and one vote unusable twice; the other vote rests on
+            // its seat:error, counted once.
+            r#""kind":"review:synthesis","data":{"stage":"s","round":1,"entries":[],"merge_failed":true,"no_votes_from":["v","w"],"merge_error":"Your reply had no JSON object.","vote_errors":{"v":"`votes` is missing","w":"the seat failed: boom"}}"#,
+            r#""kind":"seat:request","data":{"stage":"s","round":1,"seat":"j","request":"judge","attempt":2,"prompt_sha256":"p"}"#,
+            r#""kind":"refine:judge","data":{"stage":"s","round":1,"route":"again","reason":"r","answers":{},"findings":[],"error":"no JSON object"}"#,
+            // A judge whose engine failed: counted at its seat:error only.
+            r#""kind":"seat:error","data":{"stage":"s","round":2,"seat":"j","request":"judge","attempt":2,"error":"down"}"#,
+            r#""kind":"refine:judge","data":{"stage":"s","round":2,"route":"again","reason":"r","answers":{},"findings":[],"error":"the seat failed: down"}"#,
+        ]);
+        let listed: Vec<(&str, &str, RequestKind, u32, &str)> = state
+            .errors
+            .iter()
+            .map(|e| (e.kind, e.seat.as_str(), e.request, e.attempt, e.error.as_str()))
+            .collect();
+        assert_eq!(
+            listed,
+            [
+                ("seat:error", "w", RequestKind::Vote, 2, "boom"),
+                ("review:synthesis", "m", RequestKind::Merge, 2, "Your reply had no JSON object."),
+                ("review:synthesis", "v", RequestKind::Vote, 2, "`votes` is missing"),
+                ("refine:judge", "j", RequestKind::Judge, 2, "no JSON object"),
+                ("seat:error", "j", RequestKind::Judge, 2, "down"),
+            ]
+        );
+        assert_eq!((state.seat_errors, state.engine_errors), (2, 5));
     }
 }
