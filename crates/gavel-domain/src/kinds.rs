@@ -151,11 +151,15 @@ impl Usage {
     pub fn problem(&self) -> Option<String> {
         let cost = self.cost_usd;
         if cost.is_nan() {
-            Some("the engine reported a cost (`cost_usd`) that is not a number (NaN)".to_owned())
+            Some("the request's cost (`cost_usd`, as the engine reported it or as its price gives it) is not a number (NaN)".to_owned())
         } else if cost.is_infinite() {
-            Some(format!("the engine reported an infinite cost (`cost_usd` = {cost})"))
+            Some(format!(
+                "the request's cost (`cost_usd`, as the engine reported it or as its price gives it) is infinite ({cost})"
+            ))
         } else if cost < 0.0 {
-            Some(format!("the engine reported a negative cost (`cost_usd` = {cost})"))
+            Some(format!(
+                "the request's cost (`cost_usd`, as the engine reported it or as its price gives it) is negative ({cost})"
+            ))
         } else {
             None
         }

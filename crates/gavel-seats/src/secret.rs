@@ -140,8 +140,70 @@ fn scrub_with<'t>(secrets: &[Secret], text: &'t str) -> Cow<'t, str> {
         if out.contains(secret.value.as_str()) {
             out = Cow::Owned(out.replace(secret.value.as_str(), &format!("[redacted ${}]", secret.source)));
         }
+        // The same key spelled with escapes: a JSON string (`\/`, `\u002b`)
+        // or a URL (`%2F`) carries it as surely as the plain bytes.
+        if (out.contains('\\') || out.contains('%'))
+            && let Some(clean) = scrub_spelled(&out, &secret.value, &format!("[redacted ${}]", secret.source))
+        {
+            out = Cow::Owned(clean);
+        }
     }
     out
+}
+
+/// `text` with every escaped spelling of `value` replaced by `mark`, or
+/// `None` when it holds none. Each character of the key other than an
+/// ASCII letter or digit may be written as itself, backslash-escaped
+/// (`\/`), as a JSON `\uXXXX` escape or as a URL `%XX` escape.
+fn scrub_spelled(text: &str, value: &str, mark: &str) -> Option<String> {
+    let (bytes, key) = (text.as_bytes(), value.as_bytes());
+    if key.iter().all(u8::is_ascii_alphanumeric) {
+        return None;
+    }
+    let mut out = String::new();
+    let mut copied = 0;
+    let mut at = 0;
+    while at < bytes.len() {
+        match matches_spelled(bytes, at, key) {
+            Some(end) if text.is_char_boundary(at) && text.is_char_boundary(end) => {
+                out.push_str(&text[copied..at]);
+                out.push_str(mark);
+                copied = end;
+                at = end;
+            }
+            _ => at += 1,
+        }
+    }
+    (copied > 0).then(|| {
+        out.push_str(&text[copied..]);
+        out
+    })
+}
+
+/// Where a spelling of `key` that starts at `at` ends (see [`scrub_spelled`]).
+fn matches_spelled(text: &[u8], at: usize, key: &[u8]) -> Option<usize> {
+    let hex = |digits: &[u8]| std::str::from_utf8(digits).ok().and_then(|d| u32::from_str_radix(d, 16).ok());
+    let mut i = at;
+    for &c in key {
+        if text.get(i) == Some(&c) {
+            i += 1;
+            continue;
+        }
+        if c.is_ascii_alphanumeric() || !c.is_ascii() {
+            return None;
+        }
+        match text.get(i) {
+            Some(b'\\') if text.get(i + 1) == Some(&c) => i += 2,
+            Some(b'\\')
+                if text.get(i + 1) == Some(&b'u') && hex(text.get(i + 2..i + 6)?) == Some(u32::from(c)) =>
+            {
+                i += 6;
+            }
+            Some(b'%') if hex(text.get(i + 1..i + 3)?) == Some(u32::from(c)) => i += 3,
+            _ => return None,
+        }
+    }
+    Some(i)
 }
 
 /// The shortest piece of a secret [`scrub_cut`] removes at a cut edge:
@@ -295,6 +357,31 @@ mod tests {
         let r = Redactor::new([Secret::new("K", "abcd1234")]);
         assert_eq!(r.scrub("x abcd1234 y abcd1234"), "x [redacted $K] y [redacted $K]");
         assert_eq!(r.scrub("nothing here"), "nothing here");
+    }
+
+    #[test]
+    fn escaped_spellings_of_a_key_are_scrubbed() {
+        let key = Secret::new("K", "sk-test/SECRET+KEY=1234567890abcdef");
+        let secrets = [key];
+        let mark = "[redacted $K]";
+        for text in [
+            r#"{"evidence":"sk-test\/SECRET+KEY=1234567890abcdef"}"#,
+            r#"{"evidence":"sk-test\/SECRET\u002bKEY\u003D1234567890abcdef"}"#,
+            r#"{"evidence":"sk\u002dtest\u002fSECRET+KEY=1234567890abcdef"}"#,
+            "https://x.invalid/?k=sk-test%2FSECRET%2BKEY%3D1234567890abcdef&x=1",
+            "sk-test%2fSECRET%2bKEY%3d1234567890abcdef",
+        ] {
+            let clean = scrub_with(&secrets, text);
+            assert!(clean.contains(mark), "{text} -> {clean}");
+            assert!(!clean.contains("1234567890abcdef"), "{text} -> {clean}");
+        }
+        // Ordinary text with escapes, and near misses, are left alone.
+        for text in [r"a\/b %2F \u002b", r"sk-test\/SECRET+KEY=1234567890abcdeX", "sk-test%2FSECRET"] {
+            assert_eq!(scrub_with(&secrets, text), text);
+        }
+        // A key of letters and digits only has no other spelling to look for.
+        let plain = [Secret::new("P", "abcdef1234567890")];
+        assert_eq!(scrub_with(&plain, r"x\/y %41"), r"x\/y %41");
     }
 
     #[test]

@@ -161,6 +161,36 @@ fn a_key_echoed_in_an_api_reply_is_scrubbed_whole_or_split_across_stream_chunks(
 }
 
 #[test]
+fn a_key_spelled_with_json_or_url_escapes_is_scrubbed_too() {
+    let escaped = KEY.replace('-', "\\u002d");
+    let url = KEY.replace('-', "%2D");
+    let text = format!(
+        r#"{{"files":[{{"path":"hello.md","content":"Hello, new staff!\n"}}],"summary":"my key is {escaped}; as a URL: https://x.invalid/?k={url}"}}"#
+    );
+    let server = FakeModel::start_blocking(FakeScript::new([Rule::text(text)])).unwrap();
+    let seat = format!(
+        r#"{{ engine = "openai", model = "gpt-5.2", base_url = "{}/v1", api_key_env = "{KEY_VAR}" }}"#,
+        server.url()
+    );
+    let dir = tempdir();
+    let workflow = build_workflow(dir.path(), &seat, "");
+    let (ws, out) = run(dir.path(), &workflow);
+    out.expect_code(0);
+    let record = events(&ws.join(".gavel/runs/r/events.jsonl"));
+    let reply = record.iter().find(|e| e["kind"] == "seat:reply").unwrap();
+    let shown = reply["data"]["text"].as_str().unwrap();
+    assert!(shown.contains(&format!("my key is {MARK}; as a URL: https://x.invalid/?k={MARK}")), "{shown}");
+    for spelling in [escaped.as_str(), url.as_str()] {
+        for file in walk(&ws.join(".gavel")) {
+            let bytes = String::from_utf8_lossy(&std::fs::read(&file).unwrap()).into_owned();
+            assert!(!bytes.contains(spelling), "{spelling} leaked into {}", file.display());
+        }
+        assert!(!out.stdout.contains(spelling) && !out.stderr.contains(spelling), "{spelling}");
+    }
+    assert_nowhere(&ws, "r", &out, KEY, MARK);
+}
+
+#[test]
 fn a_key_in_a_reviewers_finding_stays_out_of_the_record_the_outcome_and_the_log() {
     // The reviewer quotes the key in a finding: it reaches `review:decision`,
     // the decisions of `--json`, the next prompt's feedback and the log.
