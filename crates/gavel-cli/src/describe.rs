@@ -17,8 +17,26 @@ pub fn line(envelope: &Envelope) -> String {
 /// What an event says, in a few words, on one line: text that carries line
 /// breaks (a command's output in a summary) is folded with `⏎`.
 pub fn what(event: &Event) -> String {
-    let text = what_raw(event);
+    let text = visible(&what_raw(event));
     if text.contains('\n') { one_line(&text) } else { text }
+}
+
+/// `text` with every control character but line breaks and tabs made
+/// visible (`␛` for escape, `�` for the rest): a reply, a reason or a name
+/// from an answers file may carry escape sequences that would retitle,
+/// clear or recolour the person's terminal.
+pub fn visible(text: &str) -> String {
+    if !text.chars().any(|c| c.is_control() && c != '\n' && c != '\t') {
+        return text.to_owned();
+    }
+    text.chars()
+        .map(|c| match c {
+            '\n' | '\t' => c,
+            '\u{1b}' => '\u{241b}',
+            c if c.is_control() => '\u{fffd}',
+            c => c,
+        })
+        .collect()
 }
 
 fn what_raw(event: &Event) -> String {

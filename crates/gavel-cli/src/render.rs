@@ -113,13 +113,17 @@ impl Style {
             Status::Paused => ("paused", "33;1"),
             Status::Error => ("engine error", "31;1"),
         };
-        say(&format!("{} {}", self.paint(code, word), outcome.summary));
+        // Summaries and decisions quote replies and answers: their control
+        // characters are shown, never sent to the terminal.
+        let visible = describe::visible;
+        say(&format!("{} {}", self.paint(code, word), visible(&outcome.summary)));
         for stage in &outcome.stages {
             for decision in &stage.decisions {
-                say(&format!("  {}: {decision}", stage.stage));
+                say(&format!("  {}: {}", stage.stage, visible(decision)));
             }
         }
         if let Some(waiting) = &outcome.waiting_for {
+            let waiting = &visible(waiting);
             let next = if waiting.starts_with("approval") {
                 format!("`gavel approve {}` (or `--reject --reason ...`) decides", outcome.run_id)
             } else {

@@ -153,8 +153,9 @@ pub async fn run(spec: SpawnSpec) -> Result<Finished, SpawnError> {
         });
         let mut pipes = Pipes { fut: pipes, done: false };
 
-        let waited = match spec.timeout {
-            Some(limit) => pipes.drive(tokio::time::timeout_at(start + limit, child.wait())).await.ok(),
+        // A limit past the clock's range (centuries) is no limit, not a panic.
+        let waited = match spec.timeout.and_then(|limit| start.checked_add(limit)) {
+            Some(deadline) => pipes.drive(tokio::time::timeout_at(deadline, child.wait())).await.ok(),
             None => Some(pipes.drive(child.wait()).await),
         };
         let (status, timed_out, killed) = if let Some(status) = waited {

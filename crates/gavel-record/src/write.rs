@@ -108,6 +108,9 @@ pub struct RecordWriter<E = Event> {
     /// The record file's identity when opened: every append checks that
     /// the path still names this very file.
     identity: (u64, u64),
+    /// The file's status-change time after this writer's last write (or
+    /// open): any other write, even one that keeps the length, moves it.
+    changed: (i64, i64),
     /// The record and its lock, registered so a workspace snapshot around
     /// an agent CLI never takes gavel's own appends for the agent's.
     _owned: [Owned; 2],
@@ -162,6 +165,7 @@ impl<E: RecordEvent> RecordWriter<E> {
         Ok(Self {
             path: path.to_owned(),
             identity: identity(path, &file)?,
+            changed: changed_time(path, &file)?,
             _owned: owned(path),
             file,
             len: 0,
@@ -194,6 +198,7 @@ impl<E: RecordEvent> RecordWriter<E> {
         Ok(Self {
             path: path.to_owned(),
             identity: identity(path, &file)?,
+            changed: changed_time(path, &file)?,
             _owned: owned(path),
             file,
             len: recording.valid_len,
@@ -262,6 +267,9 @@ impl<E: RecordEvent> RecordWriter<E> {
         }
         self.len += line.len() as u64;
         self.next_seq += 1;
+        if let Ok(meta) = self.file.metadata() {
+            self.changed = (meta.ctime(), meta.ctime_nsec());
+        }
         if self.crash_after == Some(envelope.seq) {
             let _ = nix::sys::signal::raise(nix::sys::signal::Signal::SIGKILL);
         }
@@ -295,6 +303,9 @@ impl<E: RecordEvent> RecordWriter<E> {
                 self.len
             ));
         }
+        if (open.ctime(), open.ctime_nsec()) != self.changed {
+            return Some("it was written (or its permissions changed) since gavel last wrote it".to_owned());
+        }
         None
     }
 
@@ -315,6 +326,12 @@ fn crash_after() -> Option<u64> {
 fn identity(path: &Path, file: &File) -> Result<(u64, u64), WriteError> {
     let meta = file.metadata().map_err(|source| io(path, source))?;
     Ok((meta.dev(), meta.ino()))
+}
+
+/// The open record's status-change time.
+fn changed_time(path: &Path, file: &File) -> Result<(i64, i64), WriteError> {
+    let meta = file.metadata().map_err(|source| io(path, source))?;
+    Ok((meta.ctime(), meta.ctime_nsec()))
 }
 
 /// Registers the record and its lock as gavel's own files.

@@ -1521,5 +1521,28 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     if parsed.is_negative() || parsed.is_zero() {
         return Err("it must be longer than zero".to_owned());
     }
-    Duration::try_from(parsed).map_err(|e| e.to_string())
+    let duration = Duration::try_from(parsed).map_err(|e| e.to_string())?;
+    if duration > MAX_DURATION {
+        return Err("it is longer than a year; write a shorter limit such as \"2h\"".to_owned());
+    }
+    Ok(duration)
+}
+
+/// The longest timeout a workflow may give: a year. Longer is a typo, and
+/// past the clock's range it could not be kept at all.
+const MAX_DURATION: Duration = Duration::from_secs(365 * 24 * 60 * 60);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_are_positive_and_at_most_a_year() {
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(parse_duration("8760h"), Ok(MAX_DURATION));
+        for bad in ["0s", "-1s", "8761h", "9223372036854775807s", "2562047788015215h", "soon", ""] {
+            assert!(parse_duration(bad).is_err(), "{bad}");
+        }
+        assert!(parse_duration("9223372036854775807s").is_err_and(|e| e.contains("a year")));
+    }
 }

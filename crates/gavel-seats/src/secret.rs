@@ -152,14 +152,11 @@ fn scrub_with<'t>(secrets: &[Secret], text: &'t str) -> Cow<'t, str> {
 }
 
 /// `text` with every escaped spelling of `value` replaced by `mark`, or
-/// `None` when it holds none. Each character of the key other than an
-/// ASCII letter or digit may be written as itself, backslash-escaped
-/// (`\/`), as a JSON `\uXXXX` escape or as a URL `%XX` escape.
+/// `None` when it holds none. Each ASCII character of the key may be
+/// written as itself, as a JSON `\uXXXX` escape or as a URL `%XX` escape;
+/// one that is not a letter or digit also backslash-escaped (`\/`).
 fn scrub_spelled(text: &str, value: &str, mark: &str) -> Option<String> {
     let (bytes, key) = (text.as_bytes(), value.as_bytes());
-    if key.iter().all(u8::is_ascii_alphanumeric) {
-        return None;
-    }
     let mut out = String::new();
     let mut copied = 0;
     let mut at = 0;
@@ -189,11 +186,11 @@ fn matches_spelled(text: &[u8], at: usize, key: &[u8]) -> Option<usize> {
             i += 1;
             continue;
         }
-        if c.is_ascii_alphanumeric() || !c.is_ascii() {
+        if !c.is_ascii() {
             return None;
         }
         match text.get(i) {
-            Some(b'\\') if text.get(i + 1) == Some(&c) => i += 2,
+            Some(b'\\') if text.get(i + 1) == Some(&c) && !c.is_ascii_alphanumeric() => i += 2,
             Some(b'\\')
                 if text.get(i + 1) == Some(&b'u') && hex(text.get(i + 2..i + 6)?) == Some(u32::from(c)) =>
             {
@@ -379,9 +376,12 @@ mod tests {
         for text in [r"a\/b %2F \u002b", r"sk-test\/SECRET+KEY=1234567890abcdeX", "sk-test%2FSECRET"] {
             assert_eq!(scrub_with(&secrets, text), text);
         }
-        // A key of letters and digits only has no other spelling to look for.
-        let plain = [Secret::new("P", "abcdef1234567890")];
-        assert_eq!(scrub_with(&plain, r"x\/y %41"), r"x\/y %41");
+        // Letters and digits escaped too.
+        let plain = [Secret::new("P", "sk1234567890abcdef")];
+        for text in [r"\u0073k1234567890abcdef", "%73k1234567890abcdef", r"sk12345\u00367890abcdef"] {
+            assert_eq!(scrub_with(&plain, text), "[redacted $P]", "{text}");
+        }
+        assert_eq!(scrub_with(&plain, r"x\/y %41 \s"), r"x\/y %41 \s");
     }
 
     #[test]

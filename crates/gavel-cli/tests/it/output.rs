@@ -254,3 +254,49 @@ fn a_goal_criterion_s_long_output_is_marked_truncated() {
     assert!(goal.evidence(&verdict).contains("output_truncated: false"));
     assert_eq!(goal.criterion_in_record()["output_truncated"], true);
 }
+
+#[test]
+fn escape_sequences_in_replies_and_answers_never_reach_the_terminal() {
+    let dir = tempdir();
+    let files = dir.path().join("files");
+    let ws = dir.path().join("ws");
+    std::fs::create_dir_all(files.join("seats")).unwrap();
+    std::fs::create_dir_all(&ws).unwrap();
+    std::fs::write(files.join("brief.md"), "# Page\n\nWrite it.\n").unwrap();
+    std::fs::write(
+        files.join("seats/writer.toml"),
+        "[[write]]\nreply = \"ok \\u001b]0;TITLE\\u0007 \\u001b[2J\\u001b[31m done \\u009b1m\"\nfiles = { \"page.md\" = \"# Page\\n\" }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        files.join("workflow.toml"),
+        "name = \"esc\"\nbrief = \"brief.md\"\n\n[seats]\nwriter = { engine = \"script\", script = \"seats/writer.toml\", family = \"anthropic\" }\n\n[[stage]]\nname = \"page\"\nagent = \"writer\"\nwrites = [\"page.md\"]\n\n[[stage]]\nname = \"ok\"\napprove = [\"page.md\"]\n",
+    )
+    .unwrap();
+    std::fs::write(
+        files.join("answers.toml"),
+        "[ok]\napproved = true\nby = \"eve \\u001b]0;pwned\\u0007\\u001b[2J\"\n",
+    )
+    .unwrap();
+    let run = output(
+        gavel_cmd()
+            .env("NO_COLOR", "1")
+            .arg("run")
+            .arg(files.join("workflow.toml"))
+            .arg("--workspace")
+            .arg(&ws)
+            .args(["--run-id", "esc", "--answers"])
+            .arg(files.join("answers.toml")),
+    );
+    run.expect_code(0);
+    assert!(!has_controls(&run.stderr), "progress: {:?}", run.stderr);
+    assert!(run.stderr.contains("done"), "{}", run.stderr);
+    let log = output(gavel_cmd().env("NO_COLOR", "1").current_dir(&ws).args(["log", "esc"]));
+    log.expect_code(0);
+    assert!(!has_controls(&log.stdout), "gavel log: {:?}", log.stdout);
+    assert!(log.stdout.contains("eve"), "{}", log.stdout);
+    // The record keeps what was said, escaped as JSON.
+    let record = events(&record_path(&ws, "esc"));
+    let reply = record.iter().find(|e| e["kind"] == "seat:reply").unwrap();
+    assert!(reply["data"]["text"].as_str().unwrap().contains('\u{1b}'));
+}

@@ -174,7 +174,7 @@ type Damage = (&'static str, fn(&Path), &'static str);
 
 #[test]
 fn a_record_changed_by_something_else_is_never_appended_to() {
-    let cases: [Damage; 5] = [
+    let cases: [Damage; 6] = [
         ("deleted", |p| std::fs::remove_file(p).unwrap(), "it was moved or deleted"),
         (
             "replaced by a rewritten copy",
@@ -201,6 +201,26 @@ fn a_record_changed_by_something_else_is_never_appended_to() {
             "but gavel has written",
         ),
         ("emptied", |p| std::fs::write(p, "").unwrap(), "it is 0 bytes long, but gavel has written"),
+        (
+            "overwritten in place, same length",
+            |p| {
+                use std::io::{Seek as _, Write as _};
+                use std::os::unix::fs::MetadataExt as _;
+                let ctime = |p: &Path| {
+                    let m = std::fs::metadata(p).unwrap();
+                    (m.ctime(), m.ctime_nsec())
+                };
+                let before = ctime(p);
+                // Forge a byte; repeat the same write until the clock the
+                // file system stamps with has moved on (it may be coarse).
+                while ctime(p) == before {
+                    let mut f = std::fs::File::options().write(true).open(p).unwrap();
+                    f.seek(std::io::SeekFrom::Start(2)).unwrap();
+                    f.write_all(b"9").unwrap();
+                }
+            },
+            "it was written",
+        ),
     ];
     for (what, damage, words) in cases {
         let dir = tempfile::tempdir().unwrap();
