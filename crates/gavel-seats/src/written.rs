@@ -4,14 +4,15 @@
 //!
 //! All or nothing: every path is checked (plain relative form, among the
 //! request's `writes` when it names any, inside the workspace through any
-//! symbolic link, outside `.gavel/` and `.git/`) before the first byte is
+//! symbolic link, and, through a link, landing on a file among `writes`
+//! too, outside `.gavel/` and `.git/`) before the first byte is
 //! written. The writes then run inside a [`WriteScope`], so an agent CLI
 //! guarded at the same time in the same workspace is not blamed for them.
 
 use std::path::PathBuf;
 
 use gavel_fs::scope::WriteScope;
-use gavel_fs::write::{Workspace, WriteError, normalise};
+use gavel_fs::write::{Target, Workspace, WriteError, normalise};
 
 use crate::{Request, SeatError};
 
@@ -55,7 +56,17 @@ pub fn check(request: &Request, files: &[(String, String)], who: &str) -> Result
             )));
         }
         // Symbolic links on the way, files in the way of folders.
-        workspace.check(asked).map_err(|e| if e.is_refusal() { refused(&e) } else { io_error(&e, who) })?;
+        let target = workspace
+            .check(asked)
+            .map_err(|e| if e.is_refusal() { refused(&e) } else { io_error(&e, who) })?;
+        if !request.writes.is_empty()
+            && let Some(lands) = lands_elsewhere(&workspace, &target, &normal, &allowed)
+        {
+            return Err(SeatError::Refused(format!(
+                "{who} asked to write `{asked}`, which leads through a symbolic link to `{lands}`, a file this request may not write (it may write {}); remove the link or add `{lands}` to `writes`; nothing was written",
+                list(&request.writes)
+            )));
+        }
         planned.push(Planned { asked: asked.clone(), path: normal, content: content.clone() });
     }
     Ok(planned)
@@ -84,6 +95,23 @@ pub fn check_and_write(
 ) -> Result<Vec<PathBuf>, SeatError> {
     let planned = check(request, files, who)?;
     write(request, &planned, who)
+}
+
+/// Where a write to `normal` lands when a symbolic link on the way (the
+/// file itself or a folder above it) leads to another path of the
+/// workspace that is not among `allowed`: that path, relative. `None` when
+/// it lands on `normal` itself or on a path it may write.
+pub(crate) fn lands_elsewhere(
+    workspace: &Workspace,
+    target: &Target,
+    normal: &str,
+    allowed: &[String],
+) -> Option<String> {
+    let path = target.path();
+    let lands = path
+        .strip_prefix(workspace.root())
+        .map_or_else(|_| path.display().to_string(), |rel| rel.to_string_lossy().into_owned());
+    (lands != normal && !allowed.contains(&lands)).then_some(lands)
 }
 
 fn io_error(err: &WriteError, who: &str) -> SeatError {
