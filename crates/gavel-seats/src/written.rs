@@ -126,3 +126,64 @@ pub fn list(writes: &[String]) -> String {
         writes.iter().map(|w| format!("`{w}`")).collect::<Vec<_>>().join(", ")
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use std::os::unix::fs::symlink;
+    use std::time::Duration;
+
+    use gavel_domain::{Access, RequestKind};
+
+    use super::*;
+
+    fn request(root: &std::path::Path, writes: &[&str]) -> Request {
+        Request {
+            kind: RequestKind::Write,
+            prompt: String::new(),
+            workspace: root.to_owned(),
+            access: Access::MayWrite,
+            turn: 0,
+            writes: writes.iter().map(|w| (*w).to_owned()).collect(),
+            timeout: Duration::from_secs(1),
+        }
+    }
+
+    fn files(path: &str) -> Vec<(String, String)> {
+        vec![(path.to_owned(), "new".to_owned())]
+    }
+
+    #[test]
+    fn a_write_through_a_link_to_a_file_not_in_writes_is_refused_naming_both() {
+        let ws = tempfile::tempdir().unwrap();
+        let root = ws.path().canonicalize().unwrap();
+        std::fs::create_dir(root.join("src")).unwrap();
+        std::fs::write(root.join("src/main.rs"), "fn main() {}").unwrap();
+        symlink("src/main.rs", root.join("out.txt")).unwrap();
+        symlink("src", root.join("gen")).unwrap();
+        symlink(root.join("src/main.rs"), root.join("abs.txt")).unwrap();
+        for (path, lands) in [
+            ("out.txt", "src/main.rs"),
+            ("gen/main.rs", "src/main.rs"),
+            ("abs.txt", "src/main.rs"),
+            ("gen/new.rs", "src/new.rs"),
+        ] {
+            let err = check_and_write(&request(&root, &[path]), &files(path), "the builder").unwrap_err();
+            let SeatError::Refused(message) = &err else { panic!("{path}: {err:?}") };
+            assert!(
+                message.contains(&format!("`{path}`, which leads through a symbolic link to `{lands}`")),
+                "{path}: {message}"
+            );
+            assert!(message.ends_with("nothing was written"), "{message}");
+            assert_eq!(std::fs::read_to_string(root.join("src/main.rs")).unwrap(), "fn main() {}");
+            assert!(!root.join("src/new.rs").exists());
+        }
+        // Allowed when the file it lands on may be written too.
+        let written =
+            check_and_write(&request(&root, &["out.txt", "src/main.rs"]), &files("out.txt"), "b").unwrap();
+        assert_eq!(written, [root.join("src/main.rs")]);
+        // A link to itself-free plain path is untouched by the rule.
+        check_and_write(&request(&root, &["plain.txt"]), &files("plain.txt"), "b").unwrap();
+        assert_eq!(std::fs::read_to_string(root.join("plain.txt")).unwrap(), "new");
+    }
+}
