@@ -18,16 +18,19 @@
 //!   and not restorable; so is a changed FIFO, socket or device.
 //! - **Skipped**: `.gavel/` at the root (gavel appends its own record there
 //!   while seats run; the record writer checks its own file instead),
-//!   `.git/objects` and `.git/lfs` at any depth (content-addressed, only
-//!   ever added to, and large), files gavel registered as its own
+//!   `.git/objects` (but its small `info/`, where `alternates` lives) and
+//!   `.git/lfs` at any depth (content-addressed, only ever added to, and
+//!   large), files gavel registered as its own
 //!   ([`crate::scope::own`]), and the contents of folders gavel cannot read.
 //!   The rest of `.git/` (config, hooks, refs, index) is watched.
 //! - **Parallel requests**: what another request's [`WriteScope`] may write,
 //!   when it overlapped this one in time, is neither blamed nor undone.
 //! - **Allowed files stay files**: a file the request may write that it
 //!   turned into a symbolic link leading out of the workspace (or into
-//!   `.gavel/` or `.git/`), or into a FIFO or device, is undone too: gavel
-//!   reads the built files next.
+//!   `.gavel/` or `.git/`, or to a file it may not write), into a hard link
+//!   (a write through it changes another file), or into a FIFO or device,
+//!   is undone too: gavel reads the built files next, and a later write
+//!   through such a path would land elsewhere.
 //! - **Undoing**: created entries are removed (deepest first), deleted and
 //!   retyped ones recreated (parents first) with their old mode, modified
 //!   files rewritten atomically from the saved bytes with their old mode,
@@ -91,6 +94,8 @@ struct Entry {
     mtime: (i64, i64),
     ctime: (i64, i64),
     mode: u32,
+    /// How many names the file has (a hard link has more than one).
+    nlink: u64,
     /// Where its old bytes were kept, for a regular file within budget.
     saved: Option<PathBuf>,
 }
@@ -114,6 +119,7 @@ impl Entry {
             mtime: (meta.mtime(), meta.mtime_nsec()),
             ctime: (meta.ctime(), meta.ctime_nsec()),
             mode: meta.mode() & 0o7777,
+            nlink: meta.nlink(),
             saved: None,
         })
     }
@@ -141,8 +147,12 @@ pub enum Change {
     /// A file became a folder, a link, ... or the other way round.
     TypeChanged,
     /// A file it may write became a symbolic link that leads out of the
-    /// workspace (or into `.gavel/` or `.git/`), or a FIFO or device.
+    /// workspace (or into `.gavel/` or `.git/`, or to a file it may not
+    /// write), or a FIFO or device.
     LinkedOut,
+    /// A file it may write became a hard link: writing it changes another
+    /// file too.
+    HardLinked,
 }
 
 impl fmt::Display for Change {
@@ -153,7 +163,10 @@ impl fmt::Display for Change {
             Change::Deleted => "deleted",
             Change::ModeChanged => "mode changed",
             Change::TypeChanged => "replaced by another kind of entry",
-            Change::LinkedOut => "made a symbolic link out of the workspace or a special file",
+            Change::LinkedOut => {
+                "made a symbolic link out of the workspace or to a file it may not write, or a special file"
+            }
+            Change::HardLinked => "made a hard link to another file",
         })
     }
 }
@@ -289,15 +302,57 @@ impl Guard {
             let dir_now = now.get(path).is_some_and(|e| e.kind == Kind::Dir);
             if !is_allowed(path, dir_now) {
                 found.push((path.clone(), change));
-            } else if now.get(path).is_some_and(|e| matches!(e.kind, Kind::Link(_) | Kind::Other))
-                && workspace.as_ref().is_none_or(|ws| path.to_str().is_none_or(|p| ws.check(p).is_err()))
-            {
-                // An allowed file turned into a link out of the workspace (or
-                // a FIFO): gavel would read it when it looks at the built files.
-                found.push((path.clone(), Change::LinkedOut));
+            } else if let Some(change) = self.misshapen(path, now.get(path), workspace.as_ref()) {
+                found.push((path.clone(), change));
             }
         }
+        // A file among `writes` made a hard link (or a symbolic link) without
+        // its own metadata moving (`ln a.txt elsewhere`) is caught too.
+        for w in &self.writes {
+            let path = Path::new(w);
+            let unchanged = self.entries.get(path).zip(now.get(path)).is_some_and(|(old, new)| {
+                old.kind == new.kind && old.same_meta(new) && old.nlink == new.nlink
+            });
+            if unchanged || found.iter().any(|(p, _)| p == path) {
+                continue;
+            }
+            if let Some(change) = self.misshapen(path, now.get(path), workspace.as_ref()) {
+                found.push((path.to_owned(), change));
+            }
+        }
+        found.sort();
         Ok(Report { changes: self.undo(&found, &now) })
+    }
+
+    /// Whether an allowed path is now something the request may not leave
+    /// there: a symbolic link out of the workspace or (for one of its own
+    /// `writes`) to a file it may not write, a FIFO or device, or a file
+    /// that became a hard link. Gavel reads the built files next, and a later
+    /// write through such a path would land elsewhere.
+    fn misshapen(
+        &self,
+        path: &Path,
+        now: Option<&Entry>,
+        ws: Option<&crate::write::Workspace>,
+    ) -> Option<Change> {
+        let now = now?;
+        let own = path.to_str().is_some_and(|p| self.writes.iter().any(|w| w == p));
+        match &now.kind {
+            Kind::Other => Some(Change::LinkedOut),
+            Kind::Link(_) => {
+                let Some((ws, p)) = ws.zip(path.to_str()) else { return Some(Change::LinkedOut) };
+                let Ok(target) = ws.check(p) else { return Some(Change::LinkedOut) };
+                let lands = target.path();
+                let rel = lands.strip_prefix(ws.root()).ok().and_then(Path::to_str);
+                (own && rel.is_none_or(|r| !self.writes.iter().any(|w| w == r))).then_some(Change::LinkedOut)
+            }
+            Kind::File => {
+                let before =
+                    self.entries.get(path).map_or(1, |e| if e.kind == Kind::File { e.nlink } else { 1 });
+                (own && now.nlink > 1 && before <= 1).then_some(Change::HardLinked)
+            }
+            Kind::Dir => None,
+        }
     }
 
     /// How `old` became `new`, or `None` for no change.
@@ -315,10 +370,16 @@ impl Guard {
                 }
                 let same_bytes = match &old.saved {
                     Some(saved) => old.len == new.len && same_bytes(saved, &self.root.join(path)),
-                    // Unsaved: only the metadata speaks; ctime alone moving
-                    // (a chmod back, a new hard link) leaves bytes as they were
-                    // unless times were forged, which moves ctime too.
-                    None => old.ino == new.ino && old.len == new.len && old.mtime == new.mtime,
+                    // Unsaved: only the metadata speaks. A process can set
+                    // mtime back (`touch -d`) after an in-place edit, never
+                    // ctime: a moved ctime counts as a change (a chmod back
+                    // or a new hard link too, which cannot be told apart).
+                    None => {
+                        old.ino == new.ino
+                            && old.len == new.len
+                            && old.mtime == new.mtime
+                            && old.ctime == new.ctime
+                    }
                 };
                 match (same_bytes, old.mode == new.mode) {
                     (true, true) => None,
@@ -334,7 +395,10 @@ impl Guard {
         let mut result: BTreeMap<PathBuf, Undo> = BTreeMap::new();
         // 1. Remove what is there and should not be: deepest first.
         for (path, change) in found.iter().rev() {
-            if matches!(change, Change::Created | Change::TypeChanged | Change::LinkedOut) {
+            if matches!(
+                change,
+                Change::Created | Change::TypeChanged | Change::LinkedOut | Change::HardLinked
+            ) {
                 let kind = now.get(path).map(|e| &e.kind);
                 if let Err(why) = self.remove(path, kind) {
                     result.insert(path.clone(), Undo::NotRestorable(why));
@@ -348,9 +412,11 @@ impl Guard {
             }
             let outcome = match change {
                 Change::Created => Ok(()),
-                Change::Deleted | Change::TypeChanged | Change::Modified | Change::LinkedOut => {
-                    self.recreate(path)
-                }
+                Change::Deleted
+                | Change::TypeChanged
+                | Change::Modified
+                | Change::LinkedOut
+                | Change::HardLinked => self.recreate(path),
                 Change::ModeChanged => self.set_mode(path),
             };
             result.insert(path.clone(), outcome.map_or_else(Undo::NotRestorable, |()| Undo::Restored));
@@ -454,15 +520,24 @@ impl Guard {
     }
 }
 
-/// Whether a path (relative) is skipped by every snapshot.
+/// Whether a path (relative) is skipped by every snapshot: `.gavel/` at the
+/// root, `.git/lfs` and what is in `.git/objects` (at any depth) but its
+/// small `info/` folder, where `alternates` would point git at objects
+/// elsewhere.
 fn skipped(rel: &Path) -> bool {
     if rel.as_os_str() == ".gavel" {
         return true;
     }
-    let mut parts = rel.components().rev();
-    let last = parts.next().map(std::path::Component::as_os_str);
-    let before = parts.next().map(std::path::Component::as_os_str);
-    before.is_some_and(|b| b == ".git") && last.is_some_and(|l| l == "objects" || l == "lfs")
+    let mut parts = rel.components().rev().map(std::path::Component::as_os_str);
+    let last = parts.next();
+    let before = parts.next();
+    let third = parts.next();
+    let in_git = before.is_some_and(|b| b == ".git");
+    if in_git && last.is_some_and(|l| l == "lfs") {
+        return true;
+    }
+    let in_objects = third.is_some_and(|t| t == ".git") && before.is_some_and(|b| b == "objects");
+    in_objects && last.is_some_and(|l| l != "info")
 }
 
 /// Every path under `root` (relative), with its metadata; never follows a

@@ -16,6 +16,9 @@
 //!   its pipes, the group is killed instead of waiting forever;
 //! - **cancellation**: dropping the future returned by [`run`] kills the
 //!   group, so a cancelled caller leaves nothing running.
+//! - **helpers in the background**: with [`SpawnSpec::kill_group_on_exit`]
+//!   the group is killed once the leader exited, so nothing it left running
+//!   acts after the run returned.
 //!
 //! It must not decide policy. Whether a non-zero exit, a timeout or a leak is
 //! a failure, a retry or fine is for the caller; here they are plain values
@@ -184,6 +187,11 @@ pub async fn run(spec: SpawnSpec) -> Result<Finished, SpawnError> {
             group::signal(guard.as_ref(), Signal::SIGKILL);
         }
         let leaked = !closed;
+        if spec.kill_group_on_exit {
+            // Helpers left running in the background (their output sent
+            // elsewhere, so the pipes closed) must not outlive the run.
+            group::signal(guard.as_ref(), Signal::SIGKILL);
+        }
         (status, timed_out, killed, leaked)
     };
 

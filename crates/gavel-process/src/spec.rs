@@ -95,6 +95,11 @@ pub struct SpawnSpec {
     pub leak_wait: Duration,
     /// Bytes kept per output stream.
     pub limit: OutputLimit,
+    /// Whether the whole process group is killed once the leader exited,
+    /// so nothing it left running in the background (`cmd &`) acts after
+    /// the run returned: for agent CLIs whose file changes gavel checks
+    /// right after. Off by default.
+    pub kill_group_on_exit: bool,
 }
 
 impl std::fmt::Debug for SpawnSpec {
@@ -111,6 +116,7 @@ impl std::fmt::Debug for SpawnSpec {
             .field("grace", &self.grace)
             .field("leak_wait", &self.leak_wait)
             .field("limit", &self.limit)
+            .field("kill_group_on_exit", &self.kill_group_on_exit)
             .finish()
     }
 }
@@ -129,6 +135,7 @@ impl SpawnSpec {
             grace: DEFAULT_GRACE,
             leak_wait: DEFAULT_LEAK_WAIT,
             limit: OutputLimit::default(),
+            kill_group_on_exit: false,
         }
     }
 
@@ -202,6 +209,14 @@ impl SpawnSpec {
     #[must_use]
     pub fn leak_wait(mut self, leak_wait: Duration) -> Self {
         self.leak_wait = leak_wait;
+        self
+    }
+
+    /// Kills the whole process group once the leader exited (see
+    /// [`SpawnSpec::kill_group_on_exit`]).
+    #[must_use]
+    pub fn kill_group_on_exit(mut self) -> Self {
+        self.kill_group_on_exit = true;
         self
     }
 

@@ -150,11 +150,14 @@ fn git_is_watched_but_its_objects_and_gavel_are_skipped() {
     write(root, ".git/objects/ab/cdef", "blob");
     write(root, ".gavel/runs/r/events.jsonl", "record\n");
     let guard = Guard::take(root, &[], Budget::DEFAULT).unwrap();
-    assert!(guard.entries.keys().all(|p| !p.starts_with(".gavel") && !p.starts_with(".git/objects")));
+    assert!(guard.entries.keys().all(|p| !p.starts_with(".gavel") && !p.starts_with(".git/objects/ab")));
 
     write(root, ".git/hooks/pre-commit", "#!/bin/sh\ncurl evil\n");
     write(root, ".git/config", "[core]\nhooksPath = /tmp\n");
     write(root, ".git/objects/12/3456", "a new object");
+    write(root, ".git/objects/info/alternates", "/tmp/evil/objects\n");
+    write(root, "sub/.git/objects/info/http-alternates", "http://evil\n");
+    write(root, ".git/objects/pack/p.pack", "a pack");
     write(root, ".gavel/runs/r/events.jsonl", "record\nappended by gavel\n");
 
     let report = guard.finish().unwrap();
@@ -164,8 +167,17 @@ fn git_is_watched_but_its_objects_and_gavel_are_skipped() {
             (".git/config".into(), Change::Modified, true),
             (".git/hooks".into(), Change::Created, true),
             (".git/hooks/pre-commit".into(), Change::Created, true),
+            (".git/objects/info".into(), Change::Created, true),
+            (".git/objects/info/alternates".into(), Change::Created, true),
+            ("sub".into(), Change::Created, true),
+            ("sub/.git".into(), Change::Created, true),
+            ("sub/.git/objects".into(), Change::Created, true),
+            ("sub/.git/objects/info".into(), Change::Created, true),
+            ("sub/.git/objects/info/http-alternates".into(), Change::Created, true),
         ]
     );
+    assert!(!root.join(".git/objects/info").exists());
+    assert!(root.join(".git/objects/12/3456").exists(), "object files are not watched");
     assert_eq!(read(root, ".git/config"), "[core]\n");
     assert!(!root.join(".git/hooks").exists());
     assert_eq!(read(root, ".gavel/runs/r/events.jsonl"), "record\nappended by gavel\n");
@@ -297,7 +309,7 @@ fn an_allowed_file_turned_into_a_link_out_is_undone() {
     write(root, "page.md", "old page");
     write(root, "other.md", "inside");
     write(root, ".gavel/runs/r/events.jsonl", "record\n");
-    let allowed = writes(&["page.md", "new.md", "inside.md", "state.md", "pipe"]);
+    let allowed = writes(&["page.md", "new.md", "inside.md", "state.md", "pipe", "alias.md", "real.md"]);
     let guard = Guard::take(root, &allowed, Budget::DEFAULT).unwrap();
 
     std::fs::remove_file(root.join("page.md")).unwrap();
@@ -305,12 +317,15 @@ fn an_allowed_file_turned_into_a_link_out_is_undone() {
     symlink("/etc/hostname", root.join("new.md")).unwrap();
     symlink(".gavel/runs/r/events.jsonl", root.join("state.md")).unwrap();
     symlink("other.md", root.join("inside.md")).unwrap();
+    write(root, "real.md", "built");
+    symlink("real.md", root.join("alias.md")).unwrap();
     nix::unistd::mkfifo(&root.join("pipe"), nix::sys::stat::Mode::S_IRWXU).unwrap();
 
     let report = guard.finish().unwrap();
     assert_eq!(
         summary(&report),
         [
+            ("inside.md".into(), Change::LinkedOut, true),
             ("new.md".into(), Change::LinkedOut, true),
             ("page.md".into(), Change::LinkedOut, true),
             ("pipe".into(), Change::LinkedOut, true),
@@ -319,12 +334,105 @@ fn an_allowed_file_turned_into_a_link_out_is_undone() {
     );
     assert_eq!(read(root, "page.md"), "old page");
     assert!(root.join("page.md").symlink_metadata().unwrap().is_file());
-    for gone in ["new.md", "state.md", "pipe"] {
+    for gone in ["new.md", "state.md", "pipe", "inside.md"] {
         assert!(root.join(gone).symlink_metadata().is_err(), "{gone}");
     }
+    assert_eq!(read(root, "other.md"), "inside");
     assert_eq!(
-        std::fs::read_link(root.join("inside.md")).unwrap(),
-        Path::new("other.md"),
-        "a link inside stays"
+        std::fs::read_link(root.join("alias.md")).unwrap(),
+        Path::new("real.md"),
+        "a link to another file it may write stays"
+    );
+}
+
+#[test]
+fn an_allowed_path_linked_to_a_file_it_may_not_write_is_undone() {
+    // Links through a folder, to a nested file, by an absolute path inside.
+    let ws = tempfile::tempdir().unwrap();
+    let root = ws.path().canonicalize().unwrap();
+    write(&root, "src/main.rs", "fn main() {}");
+    write(&root, "out.txt", "old out");
+    let allowed = writes(&["out.txt", "deep/x.rs", "abs.txt"]);
+    let guard = Guard::take(&root, &allowed, Budget::DEFAULT).unwrap();
+    std::fs::remove_file(root.join("out.txt")).unwrap();
+    symlink("src/main.rs", root.join("out.txt")).unwrap();
+    symlink("src", root.join("deep")).unwrap();
+    symlink(root.join("src/main.rs"), root.join("abs.txt")).unwrap();
+    let report = guard.finish().unwrap();
+    assert_eq!(
+        summary(&report),
+        [
+            ("abs.txt".into(), Change::LinkedOut, true),
+            ("deep".into(), Change::Created, true),
+            ("out.txt".into(), Change::LinkedOut, true),
+        ]
+    );
+    assert_eq!(read(&root, "out.txt"), "old out");
+    assert!(root.join("out.txt").symlink_metadata().unwrap().is_file());
+    assert!(root.join("abs.txt").symlink_metadata().is_err());
+    assert_eq!(read(&root, "src/main.rs"), "fn main() {}");
+}
+
+#[test]
+fn an_allowed_file_turned_into_a_hard_link_is_undone() {
+    let ws = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let root = ws.path();
+    write(root, "page.md", "old page");
+    write(root, "src.rs", "source");
+    write(outside.path(), "secret", "outside");
+    let allowed = writes(&["page.md", "new.md", "twin.md", "plain.md"]);
+    let guard = Guard::take(root, &allowed, Budget::DEFAULT).unwrap();
+    // An existing allowed file given a second name elsewhere (its own
+    // metadata moves only by ctime and link count).
+    std::fs::hard_link(root.join("page.md"), outside.path().join("elsewhere")).unwrap();
+    // A new allowed path made a hard link to a file outside and to one inside.
+    std::fs::hard_link(outside.path().join("secret"), root.join("new.md")).unwrap();
+    std::fs::hard_link(root.join("src.rs"), root.join("twin.md")).unwrap();
+    write(root, "plain.md", "a plain new file");
+    let report = guard.finish().unwrap();
+    assert_eq!(
+        summary(&report),
+        [
+            ("new.md".into(), Change::HardLinked, true),
+            ("page.md".into(), Change::HardLinked, true),
+            ("twin.md".into(), Change::HardLinked, true),
+        ]
+    );
+    assert_eq!(read(root, "page.md"), "old page");
+    assert_eq!(root.join("page.md").metadata().unwrap().nlink(), 1);
+    assert!(!root.join("new.md").exists() && !root.join("twin.md").exists());
+    assert_eq!(read(root, "src.rs"), "source");
+    assert_eq!(read(root, "plain.md"), "a plain new file");
+    assert!(report.describe().contains("`page.md` made a hard link to another file (restored)"));
+}
+
+#[test]
+fn an_unsaved_file_edited_in_place_with_its_mtime_set_back_is_seen() {
+    use std::io::{Seek as _, Write as _};
+    let ws = tempfile::tempdir().unwrap();
+    let root = ws.path();
+    write(root, "big.bin", &"b".repeat(100));
+    write(root, "big2.bin", &"c".repeat(100));
+    write(root, "untouched.bin", &"d".repeat(100));
+    let budget = Budget { total: 10, per_file: 10 };
+    let guard = Guard::take(root, &[], budget).unwrap();
+    for name in ["big.bin", "big2.bin"] {
+        let before = root.join(name).metadata().unwrap().modified().unwrap();
+        let mut file = std::fs::File::options().write(true).open(root.join(name)).unwrap();
+        if name == "big.bin" {
+            file.seek(std::io::SeekFrom::Start(50)).unwrap();
+            file.write_all(b"X").unwrap();
+        } else {
+            // Same length, same mtime: only ctime tells.
+            file.write_all(b"ZZ").unwrap();
+        }
+        file.set_modified(before).unwrap();
+        assert_eq!(root.join(name).metadata().unwrap().modified().unwrap(), before);
+    }
+    let report = guard.finish().unwrap();
+    assert_eq!(
+        summary(&report),
+        [("big.bin".into(), Change::Modified, false), ("big2.bin".into(), Change::Modified, false)]
     );
 }

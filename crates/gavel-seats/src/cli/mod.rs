@@ -407,9 +407,13 @@ impl CliSeat {
         }
         // A CLI edits files with its own tools: watch the workspace around a
         // request that may write, and undo what lands outside its `writes`.
-        let guard = match request.access {
+        // One such request at a time per workspace (the turn is held until
+        // the comparison ends), so a change is blamed on the request that
+        // made it; helpers it left in the background are killed before the
+        // comparison, so none writes after it.
+        let watch = match request.access {
             Access::MayWrite => {
-                self.check_writes(request)?;
+                spec = spec.kill_group_on_exit();
                 Some(self.snapshot(request).await?)
             }
             Access::ReadOnly => None,
@@ -417,8 +421,10 @@ impl CliSeat {
         let finished = gavel_process::run(spec).await.map_err(|e| self.spawn_failed(&e, &redactor))?;
         let outcome = self.judge(&finished, request, key.as_ref().map(Secret::source), &redactor);
         drop(scratch);
-        if let Some(guard) = guard {
-            self.undo_outside_writes(guard, request, &outcome).await.map_err(|e| match e {
+        if let Some((guard, turn)) = watch {
+            let undone = self.undo_outside_writes(guard, request, &outcome).await;
+            drop(turn);
+            undone.map_err(|e| match e {
                 SeatError::Engine(message) => SeatError::Engine(redactor.scrub(&message)),
                 other => other,
             })?;
@@ -431,27 +437,71 @@ impl CliSeat {
 
     /// Refuses a request whose `writes` lead somewhere no seat may write
     /// (out of the workspace through a symbolic link, into `.gavel/` or
-    /// `.git/`) before the CLI starts: the snapshot compares the workspace
-    /// only, so a file written through a link out of it would go unseen.
+    /// `.git/`, through a link to a file it may not write) or name a hard
+    /// link, before the CLI starts: the snapshot compares the workspace
+    /// only, so a file written through a link out of it (or through a hard
+    /// link's other name) would go unseen.
     fn check_writes(&self, request: &Request) -> Result<(), SeatError> {
         let workspace = gavel_fs::write::Workspace::new(&request.workspace)
             .map_err(|e| SeatError::Engine(format!("{}: {e}; nothing was run", self.engine)))?;
+        let allowed: Vec<String> =
+            request.writes.iter().filter_map(|w| gavel_fs::write::normalise(w).ok()).collect();
+        let refused = |what: String| {
+            SeatError::Refused(format!(
+                "{}: {what}; this request may write {}; the CLI was not started",
+                self.engine,
+                crate::written::list(&request.writes)
+            ))
+        };
         for path in &request.writes {
-            workspace.check(path).map_err(|e| {
+            let target = workspace.check(path).map_err(|e| {
                 let message = format!("{}: {e}; the CLI was not started", self.engine);
                 if e.is_refusal() { SeatError::Refused(message) } else { SeatError::Engine(message) }
             })?;
+            let normal = gavel_fs::write::normalise(path).unwrap_or_else(|_| path.clone());
+            if let Some(lands) = crate::written::lands_elsewhere(&workspace, &target, &normal, &allowed) {
+                return Err(refused(format!(
+                    "`{path}` leads through a symbolic link to `{lands}`, a file this request may not write; remove the link or add `{lands}` to `writes`"
+                )));
+            }
+            let hard_link = target
+                .path()
+                .symlink_metadata()
+                .is_ok_and(|meta| meta.is_file() && std::os::unix::fs::MetadataExt::nlink(&meta) > 1);
+            if hard_link {
+                return Err(refused(format!(
+                    "`{path}` is a hard link: writing it would change another file too; replace it with a copy (`cp --remove-destination`) or leave it out of `writes`"
+                )));
+            }
         }
         Ok(())
     }
 
-    /// A snapshot of the request's workspace, taken off the async threads.
-    async fn snapshot(&self, request: &Request) -> Result<Guard, SeatError> {
+    /// The request's turn in its workspace, [`Self::check_writes`], then a
+    /// snapshot of the workspace, taken off the async threads. May-write
+    /// requests in one workspace (by its canonical path) take turns in this
+    /// process: two CLIs at once could not be told apart by their changes.
+    async fn snapshot(
+        &self,
+        request: &Request,
+    ) -> Result<(Guard, tokio::sync::OwnedMutexGuard<()>), SeatError> {
+        type Turns = std::sync::Mutex<BTreeMap<PathBuf, std::sync::Arc<tokio::sync::Mutex<()>>>>;
+        static TURNS: std::sync::OnceLock<Turns> = std::sync::OnceLock::new();
+        let key = request.workspace.canonicalize().unwrap_or_else(|_| request.workspace.clone());
+        let lock = {
+            let mut turns =
+                TURNS.get_or_init(Turns::default).lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            // Drop the turns no request holds or waits for, so the map stays small.
+            turns.retain(|_, lock| std::sync::Arc::strong_count(lock) > 1);
+            std::sync::Arc::clone(turns.entry(key).or_default())
+        };
+        let turn = lock.lock_owned().await;
+        self.check_writes(request)?;
         let (workspace, writes) = (request.workspace.clone(), request.writes.clone());
         let taken =
             tokio::task::spawn_blocking(move || Guard::take(&workspace, &writes, Budget::DEFAULT)).await;
         match taken {
-            Ok(Ok(guard)) => Ok(guard),
+            Ok(Ok(guard)) => Ok((guard, turn)),
             Ok(Err(e)) => Err(SeatError::Engine(format!(
                 "{}: cannot take a snapshot of the workspace {} before the request, so its changes could not be checked; nothing was run: {e}",
                 self.engine,

@@ -446,3 +446,146 @@ async fn a_failing_cli_builder_is_still_undone() {
     assert!(message.contains("`keep.md` deleted (restored)"), "{message}");
     assert_eq!(rig.workspace.read("keep.md").unwrap(), "keep these bytes");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_cli_builders_in_one_workspace_are_each_blamed_for_their_own_changes() {
+    // `a` keeps running until it sees `b`'s stray file (or 1 s passes): run
+    // at once, `a` would finish first and be blamed for it.
+    let rig = Rig::new();
+    let (a, request_a) =
+        mischievous(&rig, "for i in $(seq 50); do [ -e stray.txt ] && break; sleep 0.02; done");
+    let (b, request_b) = mischievous(&rig, "printf stray > stray.txt; sleep 0.3");
+    let (by_a, by_b) = tokio::join!(ask(&a, &request_a), ask(&b, &request_b));
+    assert!(by_a.is_ok(), "a made no stray file: {by_a:?}");
+    let Err(SeatError::Engine(message)) = &by_b else { panic!("{by_b:?}") };
+    assert!(message.contains("`stray.txt` created (removed)"), "{message}");
+    assert!(!rig.workspace.exists("stray.txt"));
+}
+
+/// Whether process `pid` is gone (or a zombie waiting to be reaped).
+fn gone(pid: &str) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map_or(true, |stat| stat.rsplit_once(") ").is_some_and(|(_, rest)| rest.starts_with('Z')))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cli_builder_s_background_helpers_do_not_outlive_the_request() {
+    for (shape, spawn) in [
+        ("subshell", "(sleep 5; echo late > late.txt) >/dev/null 2>&1 &"),
+        ("nohup", "nohup sh -c 'sleep 5; echo late > late.txt' >/dev/null 2>&1 &"),
+        ("holding the pipes", "(sleep 5; echo late > late.txt) &"),
+    ] {
+        let rig = Rig::new();
+        let pids = rig.dir.path().join("pids");
+        let (seat, request) = mischievous(&rig, &format!("{spawn} echo $! > '{}'", pids.display()));
+        let reply = ask(&seat, &request).await;
+        assert!(reply.is_ok(), "{shape}: {reply:?}");
+        let pid = std::fs::read_to_string(&pids).unwrap().trim().to_owned();
+        // Killed before the request returned; allow a moment for the kernel.
+        let deadline = Instant::now() + Duration::from_millis(500);
+        while !gone(&pid) && Instant::now() < deadline {
+            tokio::task::yield_now().await;
+        }
+        assert!(gone(&pid), "{shape}: the helper {pid} still runs");
+        assert!(!rig.workspace.exists("late.txt"), "{shape}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cli_builder_whose_writes_name_a_hard_link_is_not_started() {
+    for shape in ["outside", "inside"] {
+        let rig = Rig::new();
+        let outside = tempfile::tempdir().unwrap();
+        let (seat, request) = mischievous(&rig, "");
+        let ws = &rig.workspace;
+        std::fs::remove_file(ws.join("page.md")).unwrap();
+        let other = if shape == "outside" { outside.path().join("other.md") } else { ws.join("keep.md") };
+        std::fs::write(&other, "other bytes").unwrap();
+        std::fs::hard_link(&other, ws.join("page.md")).unwrap();
+        let err = ask(&seat, &request).await.unwrap_err();
+        let SeatError::Refused(message) = &err else { panic!("{shape}: {err:?}") };
+        assert!(
+            message.contains("`page.md` is a hard link: writing it would change another file too"),
+            "{shape}: {message}"
+        );
+        assert!(message.contains("the CLI was not started"), "{shape}: {message}");
+        assert_eq!(std::fs::read_to_string(&other).unwrap(), "other bytes", "{shape}: the CLI ran");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cli_builder_that_links_an_allowed_file_elsewhere_is_undone() {
+    let outside = tempfile::tempdir().unwrap();
+    for (shape, mischief, change) in [
+        ("hard link inside", "ln -f keep.md page.md".to_owned(), "made a hard link to another file"),
+        (
+            "hard link out",
+            format!("ln page.md '{}'", outside.path().join("copy").display()),
+            "made a hard link to another file",
+        ),
+        ("symbolic link inside", "rm page.md; ln -s keep.md page.md".to_owned(), "made a symbolic link"),
+        (
+            "symbolic link by path",
+            "rm page.md; ln -s \"$PWD/run.sh\" page.md".to_owned(),
+            "made a symbolic link",
+        ),
+    ] {
+        let rig = Rig::new();
+        let (seat, request) = mischievous(&rig, &mischief);
+        let err = ask(&seat, &request).await.unwrap_err();
+        let SeatError::Engine(message) = &err else { panic!("{shape}: {err:?}") };
+        assert!(message.contains(&format!("`page.md` {change}")), "{shape}: {message}");
+        let ws = &rig.workspace;
+        let meta = ws.join("page.md").symlink_metadata().unwrap();
+        assert!(meta.is_file() && std::os::unix::fs::MetadataExt::nlink(&meta) == 1, "{shape}");
+        assert_eq!(ws.read("page.md").unwrap(), "the old page", "{shape}");
+        assert_eq!(ws.read("keep.md").unwrap(), "keep these bytes", "{shape}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cli_builder_whose_writes_lead_to_another_file_through_a_link_is_not_started() {
+    for (shape, link, target, write) in [
+        ("file", "out.txt", "src/main.rs", "out.txt"),
+        ("folder", "gen", "src", "gen/main.rs"),
+        ("absolute", "out.txt", "ABS", "out.txt"),
+    ] {
+        let rig = Rig::new();
+        let (seat, mut request) = mischievous(&rig, "");
+        let ws = &rig.workspace;
+        ws.write("src/main.rs", "fn main() {}").unwrap();
+        let target = if target == "ABS" {
+            ws.path().canonicalize().unwrap().join("src/main.rs")
+        } else {
+            target.into()
+        };
+        std::os::unix::fs::symlink(&target, ws.join(link)).unwrap();
+        request.writes = vec![write.into()];
+        let err = ask(&seat, &request).await.unwrap_err();
+        let SeatError::Refused(message) = &err else { panic!("{shape}: {err:?}") };
+        assert!(
+            message.contains(&format!("`{write}` leads through a symbolic link to `src/main.rs`")),
+            "{shape}: {message}"
+        );
+        assert!(message.contains("the CLI was not started"), "{shape}: {message}");
+        assert_eq!(ws.read("page.md").unwrap(), "the old page", "{shape}: the CLI ran");
+        // Allowed when the file it leads to may be written too.
+        request.writes = vec![write.into(), "src/main.rs".into(), "page.md".into()];
+        assert!(ask(&seat, &request).await.is_ok(), "{shape}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cli_builder_cannot_point_git_at_other_objects() {
+    let rig = Rig::new();
+    rig.workspace.write(".git/objects/ab/cdef", "blob").unwrap();
+    let (seat, request) = mischievous(
+        &rig,
+        "mkdir -p .git/objects/info && echo /tmp/evil/objects > .git/objects/info/alternates; printf o > .git/objects/ab/new",
+    );
+    let err = ask(&seat, &request).await.unwrap_err();
+    let SeatError::Engine(message) = &err else { panic!("{err:?}") };
+    assert!(message.contains("`.git/objects/info/alternates` created (removed)"), "{message}");
+    assert!(!message.contains(".git/objects/ab"), "object files are not watched: {message}");
+    assert!(!rig.workspace.exists(".git/objects/info/alternates"));
+}
