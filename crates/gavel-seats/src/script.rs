@@ -439,11 +439,19 @@ error = "connection reset"
     }
 
     #[tokio::test]
-    async fn a_link_that_stays_inside_is_written_through() {
+    async fn a_link_that_stays_inside_is_written_through_when_its_file_may_be_written() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir(dir.path().join("real")).unwrap();
         std::os::unix::fs::symlink("real", dir.path().join("docs")).unwrap();
-        write_turn(&[("docs/page.md", "through")], dir.path(), &["docs/page.md"]).await.unwrap();
+        // The file the link leads to is not among `writes`: refused.
+        let err =
+            write_turn(&[("docs/page.md", "through")], dir.path(), &["docs/page.md"]).await.unwrap_err();
+        assert!(matches!(err, SeatError::Refused(_)), "{err:?}");
+        assert!(!dir.path().join("real/page.md").exists());
+        // Among them: written through.
+        write_turn(&[("docs/page.md", "through")], dir.path(), &["docs/page.md", "real/page.md"])
+            .await
+            .unwrap();
         assert_eq!(std::fs::read_to_string(dir.path().join("real/page.md")).unwrap(), "through");
     }
 
