@@ -266,6 +266,10 @@ impl RunError {
             | RunError::Write(WriteError::Exists { .. } | WriteError::Locked(_) | WriteError::NotAFile(_)) => {
                 exit::INVALID
             }
+            // A template of the person's own (`prompts_dir`) is their file.
+            RunError::Prompt(prompts::PromptError::Template { origin, .. }) if origin != "(shipped)" => {
+                exit::INVALID
+            }
             RunError::Write(_) | RunError::Prompt(_) => exit::INTERNAL,
             RunError::BudgetSpent { .. } => exit::PAUSED,
         }

@@ -89,11 +89,54 @@ impl std::fmt::Debug for Prompts {
     }
 }
 
+/// How many template instructions one prompt may take: far more than any
+/// prompt needs (the shipped ones take a few thousand), far less than a
+/// runaway loop.
+const TEMPLATE_FUEL: u64 = 20_000_000;
+
+/// The widest indent the `indent` filter gives.
+const MAX_INDENT: usize = 1024;
+
+/// `indent(width=4, first=false, blank=false)`, as minijinja's own, with
+/// the width bounded.
+fn bounded_indent(
+    value: &str,
+    width: Option<usize>,
+    first: Option<bool>,
+    blank: Option<bool>,
+) -> Result<String, minijinja::Error> {
+    let width = width.unwrap_or(4);
+    if width > MAX_INDENT {
+        return Err(minijinja::Error::new(
+            minijinja::ErrorKind::InvalidOperation,
+            format!("indent({width}) is wider than {MAX_INDENT}"),
+        ));
+    }
+    let pad = " ".repeat(width);
+    let mut out = String::with_capacity(value.len());
+    for (i, line) in value.split('\n').enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        let indented =
+            (i > 0 || first.unwrap_or(false)) && (!line.trim().is_empty() || blank.unwrap_or(false));
+        if indented {
+            out.push_str(&pad);
+        }
+        out.push_str(line);
+    }
+    Ok(out)
+}
+
 impl Prompts {
     /// Templates from the binary, overridden by `dir/<kind>.md` where present.
     pub fn new(dir: Option<&Path>) -> Self {
         let mut env = Environment::new();
         env.set_undefined_behavior(UndefinedBehavior::Strict);
+        // A template is a user's file: a loop without end or a filter asked
+        // for a gigabyte of padding is an error, not a hung or crashed run.
+        env.set_fuel(Some(TEMPLATE_FUEL));
+        env.add_filter("indent", bounded_indent);
         // Block tags on their own lines leave no blank lines behind.
         if let Ok(syntax) =
             minijinja::syntax::SyntaxConfig::builder().trim_blocks(true).lstrip_blocks(true).build()
@@ -116,14 +159,23 @@ impl Prompts {
             })?;
             slot.insert(origin);
         }
-        let text = env
-            .get_template(kind.as_str())
-            .and_then(|t| t.render(minijinja::Value::from(minijinja::value::Serde(context))))
-            .map_err(|err| PromptError::Template {
-                kind,
-                origin: origins.get(&kind).cloned().unwrap_or_default(),
-                message: err.to_string(),
-            })?;
+        let origin = || origins.get(&kind).cloned().unwrap_or_default();
+        // A panic inside the template engine (a builtin asked for an absurd
+        // size) is the template's fault: an error naming it, not a crash.
+        let rendered = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            env.get_template(kind.as_str())
+                .and_then(|t| t.render(minijinja::Value::from(minijinja::value::Serde(context))))
+        }))
+        .map_err(|_| PromptError::Template {
+            kind,
+            origin: origin(),
+            message: "rendering it failed (a filter or operation asked for more than can be made)".to_owned(),
+        })?;
+        let text = rendered.map_err(|err| PromptError::Template {
+            kind,
+            origin: origin(),
+            message: err.to_string(),
+        })?;
         let sha256 = hex::encode(Sha256::digest(text.as_bytes()));
         Ok(Prompt { text, sha256 })
     }
@@ -138,5 +190,38 @@ impl Prompts {
             kind,
             dir: self.dir.as_deref().map_or_else(|| "<prompts_dir>".to_owned(), |d| d.display().to_string()),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    fn render_with(template: &str) -> Result<Prompt, PromptError> {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("write.md"), template).unwrap();
+        Prompts::new(Some(dir.path())).render(RequestKind::Write, &serde_json::json!({"name": "x"}))
+    }
+
+    #[test]
+    fn a_template_that_asks_too_much_is_an_error_not_a_crash_or_a_hang() {
+        for template in [
+            r#"{{ "x"|indent(10000000000000000000) }}"#,
+            r#"{{ "x"|indent(100000000000) }}"#,
+            "{% for a in range(10000) %}{% for b in range(10000) %}{{ a }}{% endfor %}{% endfor %}",
+            "{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}",
+        ] {
+            let err = render_with(template).unwrap_err();
+            assert!(matches!(err, PromptError::Template { .. }), "{template}: {err:?}");
+            assert!(err.to_string().contains("write.md"), "{template}: {err}");
+        }
+    }
+
+    #[test]
+    fn indent_works_as_before_within_its_bound() {
+        let text = render_with(r#"{{ "a\nb\n\nc"|indent(2) }}|{{ "a\nb"|indent(2, true) }}"#).unwrap().text;
+        assert_eq!(text, "a\n  b\n\n  c|  a\n  b");
     }
 }
