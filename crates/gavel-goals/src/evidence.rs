@@ -136,8 +136,7 @@ pub struct Written {
 /// Writes `evidence` as `<name>.evidence.yaml` in `dir`.
 pub fn write(dir: &Path, name: &str, evidence: &Evidence) -> Result<Written, GoalError> {
     let path = dir.join(format!("{name}.evidence.yaml"));
-    let mut text =
-        String::from("# gavel evidence (SPEC 8.1); the goal's record holds this file's SHA-256.\n");
+    let mut text = String::from("# gavel evidence; the goal's record holds this file's SHA-256.\n");
     // A command's output may print a key a seat was handed: never in a file.
     let yaml = match gavel_seats::secret::scrubbed_tree(evidence) {
         Some(scrubbed) => serde_saphyr::to_string(&scrubbed),

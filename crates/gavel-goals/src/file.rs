@@ -686,7 +686,7 @@ fn yaml_message(rendered: &str) -> String {
 pub fn render(goal: &GoalFile) -> String {
     use std::fmt::Write as _;
     let mut out = String::new();
-    let _ = writeln!(out, "# A gavel goal (SPEC 8). `gavel schema goal` prints every field.");
+    let _ = writeln!(out, "# A gavel goal. `gavel schema goal` prints every field.");
     let _ = writeln!(out, "id: {}", scalar(&goal.id));
     let _ = writeln!(out, "title: {}", scalar(&goal.title));
     let _ = writeln!(out, "criteria:");

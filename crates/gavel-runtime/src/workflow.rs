@@ -487,7 +487,7 @@ fn hint_for_toml_error(message: &str) -> String {
     } else if message.contains("missing field") {
         "add the missing key".to_owned()
     } else {
-        "see SPEC 2.1 for the workflow file's keys and shapes".to_owned()
+        "the README shows a workflow file's keys and shapes, and examples/ has whole ones".to_owned()
     }
 }
 
