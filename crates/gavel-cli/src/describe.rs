@@ -263,7 +263,9 @@ pub fn status(state: &RunState, record: &Path, live: Option<&str>) -> String {
         let _ = writeln!(s, "time      {start} → {last}");
     }
     let _ = writeln!(s, "record    {}", record.display());
-    s
+    // Reasons and names come from replies and files: shown, never obeyed
+    // by the terminal.
+    visible(&s)
 }
 
 /// How many engine errors `gavel status` lists (the latest).

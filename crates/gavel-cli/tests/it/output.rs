@@ -295,6 +295,9 @@ fn escape_sequences_in_replies_and_answers_never_reach_the_terminal() {
     log.expect_code(0);
     assert!(!has_controls(&log.stdout), "gavel log: {:?}", log.stdout);
     assert!(log.stdout.contains("eve"), "{}", log.stdout);
+    let status = output(gavel_cmd().env("NO_COLOR", "1").current_dir(&ws).args(["status", "esc"]));
+    status.expect_code(0);
+    assert!(!has_controls(&status.stdout), "gavel status: {:?}", status.stdout);
     // The record keeps what was said, escaped as JSON.
     let record = events(&record_path(&ws, "esc"));
     let reply = record.iter().find(|e| e["kind"] == "seat:reply").unwrap();

@@ -302,30 +302,30 @@ fn helper_write_under_a_size_limit() {
     }
 }
 
+/// Runs this test binary's `helper` test in a child under the shell
+/// `prelude` (a `ulimit`), with `env` naming `ws`; its stdout.
+fn run_helper(prelude: &str, helper: &str, env: &str, ws: &Path) -> String {
+    let out = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(format!("{prelude}; exec \"$0\" \"$@\""))
+        .arg(std::env::current_exe().unwrap())
+        .args(["--exact", &format!("write::tests::{helper}"), "--nocapture", "--test-threads=1"])
+        .env(env, ws)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{prelude}: {out:?}");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 #[test]
 fn a_size_limited_write_keeps_the_old_bytes() {
-    let exe = std::env::current_exe().unwrap();
     // Plain `ulimit -f` (the kernel would kill a writer past it with
     // SIGXFSZ) and with SIGXFSZ ignored (the write would fail with EFBIG).
     for prelude in ["ulimit -f 4", "trap '' XFSZ; ulimit -f 4"] {
         let ws = tempfile::tempdir().unwrap();
         let old: Vec<u8> = (0..3000u32).map(|i| u8::try_from(i % 251).unwrap()).collect();
         std::fs::write(ws.path().join("keep.md"), &old).unwrap();
-        let out = std::process::Command::new("bash")
-            .arg("-c")
-            .arg(format!("{prelude}; exec \"$0\" \"$@\""))
-            .arg(&exe)
-            .args([
-                "--exact",
-                "write::tests::helper_write_under_a_size_limit",
-                "--nocapture",
-                "--test-threads=1",
-            ])
-            .env(HELPER_ENV, ws.path())
-            .output()
-            .unwrap();
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        assert!(out.status.success(), "{prelude}: {out:?}");
+        let stdout = run_helper(prelude, "helper_write_under_a_size_limit", HELPER_ENV, ws.path());
         assert!(
             stdout.contains("HELPER: cannot write `keep.md` (over the file size limit): 8192 bytes is more than this process may write to one file (4096 bytes, `ulimit -f`); raise the limit; its previous content (if any) is unchanged"),
             "{prelude}: {stdout}"
@@ -374,25 +374,10 @@ fn helper_write_all_under_a_size_limit() {
 
 #[test]
 fn a_reply_cut_by_the_size_limit_changes_no_file() {
-    let exe = std::env::current_exe().unwrap();
     for prelude in ["ulimit -f 4", "trap '' XFSZ; ulimit -f 4"] {
         let ws = tempfile::tempdir().unwrap();
         std::fs::write(ws.path().join("keep.md"), "OLD").unwrap();
-        let out = std::process::Command::new("bash")
-            .arg("-c")
-            .arg(format!("{prelude}; exec \"$0\" \"$@\""))
-            .arg(&exe)
-            .args([
-                "--exact",
-                "write::tests::helper_write_all_under_a_size_limit",
-                "--nocapture",
-                "--test-threads=1",
-            ])
-            .env(HELPER_ALL_ENV, ws.path())
-            .output()
-            .unwrap();
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        assert!(out.status.success(), "{prelude}: {out:?}");
+        let stdout = run_helper(prelude, "helper_write_all_under_a_size_limit", HELPER_ALL_ENV, ws.path());
         assert!(stdout.contains("HELPER: cannot write `new/deep/big.md`"), "{prelude}: {stdout}");
         assert_eq!(std::fs::read_to_string(ws.path().join("keep.md")).unwrap(), "OLD", "{prelude}");
         assert_eq!(files(ws.path()), ["keep.md"], "{prelude}: no other file, no temp file left");
