@@ -502,19 +502,7 @@ impl Workspace {
                 Some(_) => Some(std::fs::read(&path).map_err(|e| io(Step::Resolving, e))?),
                 None => None,
             };
-            let mut temp = tempfile::Builder::new()
-                .prefix(".gavel-write-")
-                .suffix(".tmp")
-                .permissions(Permissions::from_mode(NEW_FILE_MODE))
-                .tempfile_in(&dir)
-                .map_err(|e| io(Step::WritingTemp, e))?;
-            temp.write_all(bytes).map_err(|e| io(Step::WritingTemp, e))?;
-            if let Some(mode) = mode {
-                temp.as_file()
-                    .set_permissions(Permissions::from_mode(mode))
-                    .map_err(|e| io(Step::WritingTemp, e))?;
-            }
-            temp.as_file().sync_all().map_err(|e| io(Step::WritingTemp, e))?;
+            let temp = synced_temp(&dir, bytes, mode).map_err(|e| io(Step::WritingTemp, e))?;
             Ok((temp, old))
         })();
         match temp {
@@ -573,6 +561,22 @@ pub fn write_file(workspace: &Path, relative: &str, bytes: &[u8]) -> Result<Path
     Workspace::new(workspace)?.write(relative, bytes)
 }
 
+/// A temp file in `dir` holding `bytes`, with `mode` (or a new file's),
+/// synced: ready to be renamed over its target. Removed when dropped.
+fn synced_temp(dir: &Path, bytes: &[u8], mode: Option<u32>) -> io::Result<tempfile::NamedTempFile> {
+    let mut temp = tempfile::Builder::new()
+        .prefix(".gavel-write-")
+        .suffix(".tmp")
+        .permissions(Permissions::from_mode(NEW_FILE_MODE))
+        .tempfile_in(dir)?;
+    temp.write_all(bytes)?;
+    if let Some(mode) = mode {
+        temp.as_file().set_permissions(Permissions::from_mode(mode))?;
+    }
+    temp.as_file().sync_all()?;
+    Ok(temp)
+}
+
 /// Puts `bytes` at `dir/name` by temp file, sync, rename and folder sync.
 /// `mode`: the permission bits to keep (`None`: a new file). Nothing is
 /// left behind on failure before the rename. Shared with the snapshot's
@@ -584,17 +588,7 @@ pub(crate) fn replace(
     mode: Option<u32>,
 ) -> Result<(), (Step, io::Error)> {
     check_size_limit(bytes.len()).map_err(|e| (Step::SizeLimit, e))?;
-    let mut temp = tempfile::Builder::new()
-        .prefix(".gavel-write-")
-        .suffix(".tmp")
-        .permissions(Permissions::from_mode(NEW_FILE_MODE))
-        .tempfile_in(dir)
-        .map_err(|e| (Step::WritingTemp, e))?;
-    temp.write_all(bytes).map_err(|e| (Step::WritingTemp, e))?;
-    if let Some(mode) = mode {
-        temp.as_file().set_permissions(Permissions::from_mode(mode)).map_err(|e| (Step::WritingTemp, e))?;
-    }
-    temp.as_file().sync_all().map_err(|e| (Step::WritingTemp, e))?;
+    let temp = synced_temp(dir, bytes, mode).map_err(|e| (Step::WritingTemp, e))?;
     // On failure the temp file comes back inside the error and is removed
     // when it drops.
     temp.persist(dir.join(name)).map_err(|e| (Step::Replacing, e.error))?;

@@ -27,7 +27,6 @@ use std::path::Path;
 
 use gavel_domain::Access;
 use gavel_record::{Envelope, Event};
-use sha2::{Digest as _, Sha256};
 
 use crate::workflow::{StageKind, Workflow};
 
@@ -189,26 +188,12 @@ enum Now {
     Other,
 }
 
-/// The SHA-256 of a file, read in pieces: a built file may be gigabytes.
-fn sha256_streamed(path: &Path) -> std::io::Result<String> {
-    use std::io::Read as _;
-    let mut file = std::fs::File::open(path)?;
-    let mut hasher = Sha256::new();
-    let mut buf = vec![0u8; 256 * 1024];
-    loop {
-        match file.read(&mut buf)? {
-            0 => return Ok(hex::encode(hasher.finalize())),
-            n => hasher.update(&buf[..n]),
-        }
-    }
-}
-
 fn observe(path: &Path) -> Now {
     match std::fs::metadata(path) {
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => Now::Absent,
-        Ok(meta) if meta.is_file() => match sha256_streamed(path) {
-            Ok(sha) => Now::File(sha),
-            Err(_) => Now::Other,
+        Ok(meta) if meta.is_file() => match crate::phases::sha256_of(path) {
+            Some(sha) => Now::File(sha),
+            None => Now::Other,
         },
         _ => Now::Other,
     }
@@ -222,6 +207,8 @@ mod tests {
     use gavel_record::event::{
         Approval, ApprovalRequest, BuildDone, CheckRun, SeatKey, SeatRequest, StageStart,
     };
+
+    use sha2::{Digest as _, Sha256};
 
     use super::*;
 

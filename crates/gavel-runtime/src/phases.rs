@@ -890,7 +890,7 @@ pub(crate) fn observe_build(workspace: &Path, stage: &str, round: u32, writes: &
 }
 
 /// The SHA-256 of a file's bytes, hex; `None` when it cannot be read.
-fn sha256_of(path: &Path) -> Option<String> {
+pub(crate) fn sha256_of(path: &Path) -> Option<String> {
     // Streamed from a handle checked to be a regular file: a FIFO left at a
     // `writes` path must not hang the run, nor a huge file fill memory.
     let (mut file, _) = gavel_fs::read::open(path, WORKSPACE_FILE).ok()?;

@@ -250,6 +250,13 @@ where
     if known.is_empty() {
         return value;
     }
+    // Every event passes here: look for a secret in its JSON text first
+    // (escaped spellings included), and build the tree to scrub only when
+    // one is there.
+    let Ok(text) = serde_json::to_string(&value) else { return value };
+    if matches!(scrub_with(&known, &text), Cow::Borrowed(_)) {
+        return value;
+    }
     let Ok(mut tree) = serde_json::to_value(&value) else { return value };
     if !scrub_tree(&known, &mut tree) {
         return value;
