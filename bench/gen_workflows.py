@@ -1,6 +1,6 @@
 """Generates the gavel workflows the side-by-side benchmark runs.
 
-Every workflow uses only script seats (SPEC 2.4), so it runs offline and its
+Every workflow uses only script seats, so it runs offline and its
 cost is gavel's own: parsing, the executor, the record (one fdatasync'd line
 per event), the seat's file writes and, for the loop, one command per
 iteration.

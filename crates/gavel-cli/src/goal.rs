@@ -1,6 +1,6 @@
 //! `gavel goal ...`, `gavel hook ...` and `gavel schema goal`: the command
-//! line of goals (SPEC 8, 8.1). Messages go to stderr, data to stdout
-//! (`--json`), and exit codes follow SPEC 8.1: `0` pass, `1` fail or blocked,
+//! line of goals. Messages go to stderr, data to stdout
+//! (`--json`), and exit codes are the evaluator's: `0` pass, `1` fail or blocked,
 //! `3` incomplete, `2` an invalid goal file or input, `4` gavel's own failure.
 //!
 //! `gavel hook stop` is the exception on purpose: it always exits 0, because

@@ -1,5 +1,5 @@
 //! The `gavel` command line: parses arguments, runs the runtime, renders
-//! progress and errors on stderr, data on stdout, and exits with SPEC 6's codes.
+//! progress and errors on stderr, data on stdout, and exits with the documented codes.
 //!
 //! It holds no logic another crate needs: everything it shows is a view of
 //! an outcome or of the record.

@@ -1,6 +1,6 @@
 //! `cargo bench -p gavel-domain`: the pure rules on a round's hot path.
 //!
-//! - `tally/*`: SPEC 4.1's vote rules over a realistic panel: five reviewers,
+//! - `tally/*`: the vote rules over a realistic panel: five reviewers,
 //!   twelve merged findings, each voted on by the reviewers that did not raise
 //!   it (one round's synthesis), and one finding alone.
 //! - `reply/*`: reading a reviewer's reply of a few KB, with prose before and

@@ -1,6 +1,6 @@
 //! Model families: which lab's weights answer a seat.
 //!
-//! The diversity rule (SPEC 4.3) compares families, so a family must be
+//! The diversity rule compares families, so a family must be
 //! inferred the same way every time from a model name. When a name says
 //! nothing we recognise, [`infer_family`] returns `None` and the caller asks
 //! the user for an explicit `family`: guessing wrong would let two seats of
@@ -46,7 +46,7 @@ impl Family {
     pub const MOONSHOT: Family = Family(Cow::Borrowed("moonshot"));
     /// Zhipu AI (GLM).
     pub const ZHIPU: Family = Family(Cow::Borrowed("zhipu"));
-    /// The default family of a script seat that names none (SPEC 2.4).
+    /// The default family of a script seat that names none.
     pub const SCRIPT: Family = Family(Cow::Borrowed("script"));
 
     /// Every family [`infer_family`] can return.

@@ -5,7 +5,7 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
-/// The kind of a request a seat answers (SPEC 2.4). Each kind has its own
+/// The kind of a request a seat answers. Each kind has its own
 /// queue in a script seat and its own prompt template.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -39,7 +39,7 @@ pub enum RequestKind {
 }
 
 impl RequestKind {
-    /// Every kind, in the order SPEC 2.4 lists the queues.
+    /// Every kind, in the order the script seat format lists its queues.
     pub const ALL: [RequestKind; 13] = [
         RequestKind::Write,
         RequestKind::Goal,
@@ -76,7 +76,7 @@ impl RequestKind {
     }
 
     /// The access a request of this kind gets: builders and workers may
-    /// write; every other kind reads only (SPEC 7).
+    /// write; every other kind reads only.
     pub const fn access(self) -> Access {
         match self {
             RequestKind::Write | RequestKind::Work | RequestKind::Check => Access::MayWrite,
@@ -91,7 +91,7 @@ impl fmt::Display for RequestKind {
     }
 }
 
-/// The error for a request kind name that is not one of SPEC 2.4's queues.
+/// The error for a request kind name that is not one of the script seat format's queues.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
     "unknown request kind `{0}`; expected one of write, goal, review, merge, vote, judge, plan, replan, work, check, inspect, rule, criterion"

@@ -1,6 +1,6 @@
 //! gavel's vocabulary as types, and the pure rules that act on them.
 //!
-//! This crate owns the words of SPEC section 1 (request kinds, usage, families,
+//! This crate owns the product's vocabulary (request kinds, usage, families,
 //! seats, severities, findings, decisions, verdicts) and the rules that need no
 //! IO: reading the first JSON object of a reply, parsing each reply protocol
 //! with a precise note of what was wrong, inferring a model's family, and

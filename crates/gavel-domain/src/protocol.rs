@@ -1,4 +1,4 @@
-//! Typed reply protocols (SPEC 3): what a goal check, a review, a merge, a
+//! Typed reply protocols: what a goal check, a review, a merge, a
 //! vote and a judge must reply, and a reader for each that says precisely
 //! what was wrong.
 //!
@@ -145,7 +145,7 @@ word_enum! {
 }
 
 impl Decision {
-    /// The severity of a finding that names none (SPEC 3): `nice-to-have`
+    /// The severity of a finding that names none: `nice-to-have`
     /// from a passing reviewer, `should-fix` from a revising one.
     pub const fn default_severity(self) -> Severity {
         match self {
@@ -410,7 +410,7 @@ impl ProtocolError {
     }
 }
 
-/// A structured reply protocol (one row of SPEC 3's table).
+/// A structured reply protocol (one request kind's reply shape).
 pub trait Protocol: Sized {
     /// The request kind this protocol answers.
     const KIND: RequestKind;

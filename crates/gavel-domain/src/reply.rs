@@ -1,4 +1,4 @@
-//! Reading the first JSON object of a reply (SPEC 3).
+//! Reading the first JSON object of a reply.
 //!
 //! Models wrap their JSON in prose and code fences, mention braces in their
 //! prose, and get cut off mid-object. The reader finds **the first `{`, left

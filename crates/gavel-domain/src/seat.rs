@@ -1,4 +1,4 @@
-//! A seat as a workflow declares it (SPEC 7's pinned seat keys).
+//! A seat as a workflow declares it (its pinned seat keys).
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -21,7 +21,7 @@ pub enum Engine {
     Anthropic,
     /// The OpenAI APIs, or any OpenAI-compatible server.
     Openai,
-    /// A scripted stand-in (SPEC 2.4).
+    /// A scripted stand-in.
     Script,
 }
 
@@ -62,7 +62,7 @@ impl fmt::Display for Engine {
     }
 }
 
-/// One `[seats]` entry: the pinned seat keys of SPEC 7.
+/// One `[seats]` entry: the pinned seat keys.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SeatSpec {

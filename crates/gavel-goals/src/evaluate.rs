@@ -1,4 +1,4 @@
-//! The evaluator (SPEC 8.1): deterministic checks first.
+//! The evaluator: deterministic checks first.
 //!
 //! One evaluation, in order: every criterion command runs (in the goal file's
 //! order, one at a time, since test runners fight over build locks) and leaves

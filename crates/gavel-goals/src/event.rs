@@ -1,11 +1,11 @@
 //! A goal's record: its own event kinds, written in the run record's envelope
 //! (`{"v","seq","at","kind","data"}`) by the same writer and read by the same
-//! reader, under SPEC 5's rules (one line per event, synced, torn tail cut).
+//! reader, under the record's rules (one line per event, synced, torn tail cut).
 //!
 //! The kinds are a separate enum rather than new variants of the run
 //! record's `Event`: a goal's record and a run's record are different logs, and
 //! neither reader should accept the other's events. The plan/execute/verify
-//! pipeline (SPEC 8.2) adds its kinds (`plan:*`, `task:*`) here, and older
+//! pipeline adds its kinds (`plan:*`, `task:*`) here, and older
 //! gavels refuse a record holding them with the reader's "written by a newer
 //! gavel" message, never misread it.
 //!

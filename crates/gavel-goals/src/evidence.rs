@@ -1,6 +1,6 @@
 //! Evidence files: one per criterion per evaluation, at
 //! `.gavel/goals/<id>/runs/<run-id>/evidence/<criterion>.evidence.yaml`
-//! (SPEC 8.1), plus one for the path-boundary check. Written before the
+//!, plus one for the path-boundary check. Written before the
 //! evaluation's event, and named in it with their digest, so the record never
 //! points at a file that is not there and a changed file is detectable.
 

@@ -1,4 +1,4 @@
-//! The goal file (SPEC 8): `.gavel/goals/<id>/goal.yaml`, what a person
+//! The goal file: `.gavel/goals/<id>/goal.yaml`, what a person
 //! wrote. Read with typed serde, then checked by hand, so every problem is
 //! reported at its file, line and column with what to write instead.
 //!
@@ -17,7 +17,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_saphyr::Spanned;
 
-/// A command with no `timeout_seconds` may run this long (SPEC 8.1: a command
+/// A command with no `timeout_seconds` may run this long (the evaluator's rule: a command
 /// slower than 2 minutes must say so).
 pub const DEFAULT_TIMEOUT_SECONDS: u64 = 120;
 /// The longest `timeout_seconds` accepted: a day. Longer is almost surely a typo.
@@ -201,7 +201,7 @@ fn default_max_blocks() -> u32 {
     DEFAULT_MAX_BLOCKS
 }
 
-/// The seat keys of SPEC 7, for the schema only (the domain's `SeatSpec`
+/// The seat keys, for the schema only (the domain's `SeatSpec`
 /// carries no schema derive).
 #[derive(JsonSchema)]
 #[serde(deny_unknown_fields)]

@@ -1,4 +1,4 @@
-//! The Claude Code Stop hook (SPEC 8.1): `gavel hook stop` and `gavel hook install`.
+//! The Claude Code Stop hook: `gavel hook stop` and `gavel hook install`.
 //!
 //! Claude Code runs a Stop hook when its agent is about to end its turn, with
 //! a JSON object on stdin:

@@ -1,5 +1,5 @@
 //! The judge seat's part: only criteria without a command, one request per
-//! criterion, read as the first JSON object of the reply (SPEC 3), asked once
+//! criterion, read as the first JSON object of the reply, asked once
 //! more when unreadable. A judge is never asked what a command answers: the
 //! prompt gives command results as settled facts, and no request names a
 //! criterion that has a command.

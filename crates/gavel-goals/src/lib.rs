@@ -1,4 +1,4 @@
-//! gavel's goals (SPEC 8, 8.1): outcomes with acceptance criteria that
+//! gavel's goals: outcomes with acceptance criteria that
 //! commands prove.
 //!
 //! This crate owns the goal file (`.gavel/goals/<id>/goal.yaml`: reading,
@@ -11,7 +11,7 @@
 //! view, and the Claude Code stop hook (deciding, and installing it).
 //!
 //! It must not bypass `gavel-record` for state: every fact lands in the goal's
-//! `events.jsonl` through the record writer, under SPEC 5's rules, and every
+//! `events.jsonl` through the record writer, under the record's rules, and every
 //! view (status, list, `state.md`, the hook's choices) is a fold of it. It
 //! must not print: the command line shows what these functions return. It
 //! spawns nothing itself: commands and `git` go through `gavel-process`, judge

@@ -1,4 +1,4 @@
-//! The envelope and the event kinds of SPEC 5, as types.
+//! The envelope and the event kinds of the record, as types.
 //!
 //! Every line of a record is an [`Envelope`]: `{"v","seq","at","kind","data"}`.
 //! `kind` and `data` come from [`Event`], an adjacently tagged enum, so the
@@ -262,7 +262,7 @@ mod envelope_de {
 
 /// An event type a record can hold: the run record's [`Event`], or another
 /// log's own kinds written in the same envelope under the same rules
-/// (SPEC 5). Its serde form must be adjacently tagged as `kind` + `data`.
+///. Its serde form must be adjacently tagged as `kind` + `data`.
 pub trait RecordEvent: Serialize + serde::de::DeserializeOwned + std::fmt::Debug + Clone + Send {
     /// Every kind this version of gavel knows, for "written by a newer
     /// gavel" messages.
@@ -309,7 +309,7 @@ impl RecordEvent for Event {
     }
 }
 
-/// Every event kind a record may hold (SPEC 5). Others may be added; none removed.
+/// Every event kind a record may hold. Others may be added; none removed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", content = "data")]
 pub enum Event {

@@ -1,4 +1,4 @@
-//! gavel's exit codes (SPEC 6), as documented constants every command shares.
+//! gavel's exit codes, as documented constants every command shares.
 
 /// The work passed (or the command did what was asked).
 pub const PASS: i32 = 0;

@@ -1,5 +1,5 @@
 //! gavel's run record: the append-only JSONL event log that is the only source
-//! of truth for a run (SPEC 5).
+//! of truth for a run.
 //!
 //! This crate owns the on-disk format and nothing else: the envelope
 //! (`{"v","seq","at","kind","data"}`), the event kinds as types, the writer that

@@ -1,4 +1,4 @@
-//! Briefs (SPEC 2.3): Markdown with optional front matter between `---`
+//! Briefs: Markdown with optional front matter between `---`
 //! lines (YAML) or `+++` lines (TOML) giving `files` and `requirements`.
 
 use std::path::{Path, PathBuf};

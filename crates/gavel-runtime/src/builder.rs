@@ -317,7 +317,7 @@ impl WorkflowBuilder {
         self
     }
 
-    /// A seat from its keys (SPEC 7), as `[seats]` would declare it.
+    /// A seat from its keys, as `[seats]` would declare it.
     #[must_use]
     pub fn seat_spec(mut self, name: &str, spec: &SeatSpec) -> Self {
         let mut parts = vec![format!("engine = {}", quote(spec.engine.as_str()))];

@@ -32,7 +32,7 @@ use futures_util::stream::FuturesUnordered;
 const SEAT_GRACE: Duration = Duration::from_secs(5);
 
 /// Failed attempts at one request, since the last pause, before the caller
-/// gives up on it: the first ask and the "ask once more" turn (SPEC 3).
+/// gives up on it: the first ask and the "ask once more" turn.
 const ATTEMPTS_PER_WINDOW: u32 = 2;
 
 /// What `gavel run` asks for.
@@ -519,7 +519,7 @@ impl<'o> Executor<'o> {
         }
     }
 
-    /// Whether a kickback to `to` may go ahead (SPEC 2.2): within
+    /// Whether a kickback to `to` may go ahead: within
     /// `max_kickbacks`, and, with a judge, when it says another round is
     /// worth it. A goal check's kickback is counted but never judged.
     async fn allow_kickback(

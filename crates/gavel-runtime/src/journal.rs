@@ -1,4 +1,4 @@
-//! The journal: what makes resume a replay (SPEC 5).
+//! The journal: what makes resume a replay.
 //!
 //! A run is executed from the start every time. Each effect (a seat request,
 //! a build observation, a command) has a key; the journal answers from the
@@ -202,7 +202,7 @@ impl<'o> Journal<'o> {
         self.append(event).map(|_| ())
     }
 
-    /// The next turn number of `kind` for `seat` (SPEC 2.4), counting every
+    /// The next turn number of `kind` for `seat`, counting every
     /// request walked so far, replayed or live.
     pub fn next_turn(&mut self, seat: &str, kind: RequestKind) -> u32 {
         let counter = self.turns.entry((seat.to_owned(), kind)).or_insert(0);

@@ -106,7 +106,7 @@ pub enum Status {
 }
 
 impl Status {
-    /// The exit code SPEC 6 gives this status.
+    /// The documented exit code of this status.
     pub fn exit_code(self) -> i32 {
         match self {
             Status::Pass => exit::PASS,
@@ -117,7 +117,7 @@ impl Status {
     }
 }
 
-/// What a run came to (the `--json` object of SPEC 6, and more).
+/// What a run came to (the `--json` object, and more).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Outcome {
     /// Pass, fail, paused or error.
@@ -254,7 +254,7 @@ pub enum RunError {
 }
 
 impl RunError {
-    /// The exit code SPEC 6 gives this error.
+    /// The documented exit code of this error.
     pub fn exit_code(&self) -> i32 {
         match self {
             RunError::Invalid(_)

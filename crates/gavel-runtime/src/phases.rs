@@ -1,5 +1,5 @@
 //! The phases of a stage: build, goal check, review panel, command, and the
-//! routing of SPEC 4 between them. Every effect goes through the executor's
+//! routing of a reviewed round between them. Every effect goes through the executor's
 //! journal, so the same code serves a live run and a replay.
 
 use std::collections::BTreeMap;
@@ -119,7 +119,7 @@ impl Executor<'_> {
         incoming: Vec<Finding>,
     ) -> Result<StageEnd, RunError> {
         // In the stages form `refine` bounds the stage's rounds in all,
-        // whichever check sends them back (SPEC 4). In a graph, kickbacks are
+        // whichever check sends them back. In a graph, kickbacks are
         // bounded by `max_kickbacks`, and each run of the node gets its own.
         let max_rounds = match self.workflow.form {
             crate::workflow::Form::Stages => build.refine.max_rounds(),
@@ -328,7 +328,7 @@ impl Executor<'_> {
         report.decisions.push(format!("round {round}: {line}"));
     }
 
-    /// The goal check (SPEC 4 step 2).
+    /// The goal check.
     async fn goal_check(
         &self,
         stage: &Stage,
@@ -642,7 +642,7 @@ impl Executor<'_> {
         Ok(Self::send_back_or_fail(stage, round, run.sends_back_to.as_deref(), &reason, vec![finding]))
     }
 
-    /// An `approve` stage (SPEC 4.4): a person approves exact bytes. The
+    /// An `approve` stage: a person approves exact bytes. The
     /// approval is bound to each file's SHA-256 when asked; bytes that changed
     /// since are refused and asked for again.
     pub(crate) fn approve_stage(

@@ -1,6 +1,6 @@
-//! A panel's round (SPEC 4 steps 3–6): reviews at the same time, then, when
-//! set, synthesis (merge and cross-review votes, tallied by SPEC 4.1's rules)
-//! and the judge (SPEC 4.2), and the route that follows.
+//! A panel's round: reviews at the same time, then, when
+//! set, synthesis (merge and cross-review votes, tallied by the vote rules)
+//! and the judge, and the route that follows.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -141,7 +141,7 @@ impl Executor<'_> {
             votes_by_id = votes;
             left
         } else {
-            // Without a merge, raw findings become F1..Fn in reviewer order (SPEC 3).
+            // Without a merge, raw findings become F1..Fn in reviewer order.
             rules::unmerged(&reviews.revisers)
         };
 
@@ -302,7 +302,7 @@ impl Executor<'_> {
     }
 
     /// Asks the `max_kickbacks` judge whether sending the work back is worth
-    /// it (SPEC 2.2, 4.2): another round goes ahead; a stop lets the sender's
+    /// it: another round goes ahead; a stop lets the sender's
     /// outcome stand; a fail ends the run.
     pub(crate) async fn judge_kickback(
         &self,
@@ -469,7 +469,7 @@ impl Executor<'_> {
         Ok(reviews)
     }
 
-    /// Merge, cross-review and tally (SPEC 4 step 4, 4.1). Returns the
+    /// Merge, cross-review and tally. Returns the
     /// findings left (fix replaced where most preferred a better one) and
     /// the votes on each finding.
     async fn synthesise(
@@ -575,7 +575,7 @@ impl Executor<'_> {
             }
         }
 
-        // Tally by the rules of SPEC 4.1.
+        // Tally by the vote rules.
         let mut entries = Vec::new();
         let mut left = Vec::new();
         let mut votes_by_id = BTreeMap::new();

@@ -1,4 +1,4 @@
-//! Workflow files (SPEC 2.1): parse, validate and compile into a [`Workflow`].
+//! Workflow files: parse, validate and compile into a [`Workflow`].
 //!
 //! Every problem is reported as a [`Located`] error: the file, line and column,
 //! what is wrong and what to write instead. Nothing runs and nothing is
@@ -304,7 +304,7 @@ pub struct Stage {
     pub allow_same_family: bool,
 }
 
-/// The two forms of a workflow file (SPEC 2.1, 2.2).
+/// The two forms of a workflow file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Form {
     /// `[[stage]]` tables; each needs the one before it.
@@ -399,7 +399,7 @@ pub struct Workflow {
     pub form: Form,
     /// How often one node may be sent back to (graph form).
     pub max_kickbacks: Kickbacks,
-    /// The questions a judge answers each round: SPEC 4.2's defaults and the
+    /// The questions a judge answers each round: the default questions and the
     /// workflow's own (`[judge.questions]`).
     pub judge_questions: Vec<Question>,
     /// SHA-256 over the workflow file and the brief, hex.
@@ -442,7 +442,7 @@ impl Workflow {
         self.seats.get(name)
     }
 
-    /// Checks that every `run` stage's program can be found (SPEC 6 `check`).
+    /// Checks that every `run` stage's program can be found (`gavel check`).
     /// A program named by a path relative to the workspace may be written by
     /// an earlier stage, so only programs looked up on `PATH` are required.
     pub fn check_commands(&self, workspace: &Path) -> Result<(), Box<Located>> {
@@ -1209,7 +1209,7 @@ impl Compiler<'_> {
         Ok(Stage { name, needs, kind, allow_same_family })
     }
 
-    /// The diversity rule (SPEC 4.3): a reviewer never shares a family with
+    /// The diversity rule: a reviewer never shares a family with
     /// the seat whose work it reviews, two reviewers of one panel never
     /// share one, and the goal check never shares the builder's.
     fn diversity(

@@ -1,8 +1,8 @@
 //! Seats: the `Seat` trait and the engines that answer requests.
 //!
 //! A seat is one model behind one engine. This crate owns how a request
-//! reaches a model and how its answer comes back: the script engine (SPEC 2.4),
-//! the agent CLIs of SPEC 7 (spawned through `gavel-process`, the only way
+//! reaches a model and how its answer comes back: the script engine,
+//! the agent CLIs (spawned through `gavel-process`, the only way
 //! gavel spawns anything), and the HTTP APIs.
 //!
 //! It must not know about stages, rounds or routing: a seat gets a request
@@ -40,7 +40,7 @@ pub struct Request {
     /// Whether the seat may change files.
     pub access: Access,
     /// Which request of this kind this is for the seat in this run, from 0,
-    /// counting requests answered from the record on resume (SPEC 2.4).
+    /// counting requests answered from the record on resume.
     pub turn: u32,
     /// The files the stage writes (an API builder may write only these).
     pub writes: Vec<String>,

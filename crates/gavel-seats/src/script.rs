@@ -1,4 +1,4 @@
-//! The script engine (SPEC 2.4): a scripted stand-in that answers each kind of
+//! The script engine: a scripted stand-in that answers each kind of
 //! request from its own queue, in order; when a queue runs out, its last turn
 //! repeats. Deterministic, so every example and test runs offline.
 

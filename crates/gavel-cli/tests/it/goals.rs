@@ -1,4 +1,4 @@
-//! Goals end to end (SPEC 8, 8.1): `gavel goal ...`, `gavel hook ...` and
+//! Goals end to end: `gavel goal ...`, `gavel hook ...` and
 //! `gavel schema goal`, each test in its own temporary git repository.
 //!
 //! Here the hook is fed the exact JSON Claude Code sends. A real `claude`

@@ -1,4 +1,4 @@
-//! The graph form (SPEC 2.2): nodes with `needs` run when their needs are
+//! The graph form: nodes with `needs` run when their needs are
 //! done, at the same time as each other; kickbacks re-run the target and
 //! everything downstream, within `max_kickbacks` (a count or a judge);
 //! `gavel graph` draws it.

@@ -1,5 +1,5 @@
 //! Kill -9 at any point, then resume: the same outcome as an uninterrupted
-//! run, nothing recorded twice, nothing lost (SPEC 5, 9).
+//! run, nothing recorded twice, nothing lost.
 
 use std::io::Write as _;
 use std::path::Path;

@@ -1,5 +1,5 @@
-//! Panels, judges, approvals and budgets end to end (SPEC 2.4, 3, 4, 4.1–4.4,
-//! 5, 6): the review-battery and judge-stops-the-loop examples, an approval
+//! Panels, judges, approvals and budgets end to end: the review-battery and
+//! judge-stops-the-loop examples, an approval
 //! bound to the bytes it was asked for, the diversity rule, the loop breaker,
 //! a spent budget, and the vote rules' protections (a merge that fails, a
 //! voter that fails, a block). Fixtures live under `tests/fixtures/panel`.

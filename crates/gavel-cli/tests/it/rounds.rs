@@ -1,4 +1,4 @@
-//! The round engine end to end (SPEC 3, 4, 4.1): a stage that runs out of
+//! The round engine end to end: a stage that runs out of
 //! rounds, a `run` gate that sends the work back, an unreadable goal check
 //! that pauses the run, threshold panels with an engine error, a missing
 //! file under a goal check, read-only reviewers, and findings of passing
@@ -691,7 +691,7 @@ fn log_is_one_line_per_event_when_the_summary_carries_command_output() {
     run_json(&flow.join("one-round.toml"), ws.path(), "lines").expect_code(1);
     let events = record(ws.path(), "lines");
     let log = log(ws.path(), "lines");
-    assert_eq!(log.lines().count(), events.len(), "SPEC 6: one readable line per event:\n{log}");
+    assert_eq!(log.lines().count(), events.len(), "`gavel log`: one readable line per event:\n{log}");
 }
 
 #[test]

@@ -1,4 +1,4 @@
-//! SPEC 4.2: the judge's questions, the check of its answers, and the route a
+//! The judge: its questions, the check of its answers, and the route a
 //! round takes on them.
 //!
 //! The judge only answers questions and marks findings `act` or `skip`; the
@@ -25,7 +25,7 @@ pub const STOP_REASON: &str = "stop_reason";
 /// The `stop_reason` choice that means "do not stop".
 pub const CONTINUE: &str = "continue";
 
-/// The threshold of every probability rule in SPEC 4.2.
+/// The threshold of every probability rule of the judge.
 const HALF: f64 = 0.5;
 
 /// What kind of answer a question takes.
@@ -69,7 +69,7 @@ impl Question {
     }
 }
 
-/// SPEC 4.2's default question set, in the order the judge is asked.
+/// The default question set, in the order the judge is asked.
 pub fn default_questions() -> Vec<Question> {
     vec![
         Question::new(
@@ -264,7 +264,7 @@ pub struct JudgeInput<'a> {
     /// The findings the judge decided on (those the votes left), in order.
     pub findings: &'a [Finding],
     /// The judge's reply; `None` when it stayed unreadable after the second
-    /// ask (SPEC 3: it routes as "run again" within the cap).
+    /// ask (the reply protocols: it routes as "run again" within the cap).
     pub reply: Option<&'a JudgeReply>,
 }
 
@@ -286,7 +286,7 @@ pub struct RouteDecision {
     pub skipped: Vec<(String, String)>,
 }
 
-/// Routes a round on the judge's reply, in SPEC 4.2's order:
+/// Routes a round on the judge's reply, in this order:
 ///
 /// 1. `blocks = "always-back"`, a `block` finding and `round < cap` →
 ///    again, with every block plus what the judge acts on.

@@ -1,4 +1,4 @@
-//! SPEC 4 step 4, *Merge*: raw findings become merged findings `F1..Fn`.
+//! A round's *merge* step: raw findings become merged findings `F1..Fn`.
 //!
 //! The merging seat only says which raw findings name the same problem and
 //! words each group. Everything that decides what happens to a finding later
@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use crate::protocol::{MergeReply, Protocol, ReviewReply, Severity};
 
 /// A finding as the runtime records it: a reviewer's raw finding, or a merged
-/// one (SPEC 1: `{id, severity, evidence, fix?, raised_by}`).
+/// one (the vocabulary's finding: `{id, severity, evidence, fix?, raised_by}`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Finding {
     /// `write-2.1` for a raw finding, `F1` for a merged one.
@@ -50,7 +50,7 @@ pub struct RawEntry {
 }
 
 impl RawEntry {
-    /// Numbers one reviewer's findings `<reviewer>.1..` (SPEC 3) and applies
+    /// Numbers one reviewer's findings `<reviewer>.1..` and applies
     /// the default severity for its decision, so every caller numbers alike.
     pub fn from_review(reviewer: &str, reply: &ReviewReply) -> Vec<RawEntry> {
         reply
@@ -80,7 +80,7 @@ impl RawEntry {
     }
 }
 
-/// Merged finding ids count from 1 in merge order (SPEC 3).
+/// Merged finding ids count from 1 in merge order.
 fn merged_id(index: usize) -> String {
     format!("F{}", index + 1)
 }

@@ -1,4 +1,4 @@
-//! The pure rules of a reviewed round (SPEC 4): merging raw findings,
+//! The pure rules of a reviewed round: merging raw findings,
 //! applying the votes, routing on the judge's answers, and fingerprinting
 //! findings for the loop breaker.
 //!

@@ -1,4 +1,4 @@
-//! SPEC 4.1, the vote rules, and the panel's pass rule.
+//! The vote rules, and the panel's pass rule.
 //!
 //! Votes are applied by plain code so that no seat can drop a finding on its
 //! own say-so: the rules are counted, the protections (a `block`, a voter who
@@ -87,7 +87,7 @@ pub struct Tally {
     pub fix: Option<String>,
 }
 
-/// Applies SPEC 4.1's vote rules to one merged finding.
+/// Applies the vote rules to one merged finding.
 ///
 /// `ballots` are the votes cast on this finding; `voter_order` is the
 /// reviewers in role order (it decides which better fix is "first", so the
@@ -174,7 +174,7 @@ pub fn tally(
     own()
 }
 
-/// A panel's reviewers, counted (SPEC 4.1's pass rule).
+/// A panel's reviewers, counted (the pass rule).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PanelCount {
     /// Reviewers that passed the work.

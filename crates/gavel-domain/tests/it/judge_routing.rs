@@ -1,4 +1,4 @@
-//! SPEC 4.2 as a table: every routing rule in order, the cap, unreadable
+//! The judge's routing as a table: every routing rule in order, the cap, unreadable
 //! replies, seed 003's stop; and the judge's questions and answer checks.
 
 use std::collections::BTreeMap;

@@ -1,4 +1,4 @@
-//! SPEC 4 step 4, *Merge*: numbering, provenance, severity and `raised_by`
+//! A round's *merge* step: numbering, provenance, severity and `raised_by`
 //! set by code, left-out findings kept, and the notes for a merge that does
 //! not fit; plus the loop breaker's fingerprints over merged findings.
 

@@ -9,7 +9,7 @@ use pretty_assertions::assert_eq;
 
 #[test]
 fn the_spec_goal_example_reads() {
-    // SPEC 2.4's script seat goal reply, verbatim.
+    // The script seat format's goal reply, verbatim.
     let text = r#"{"requirements":[{"requirement":"Lists the opening hours","verdict":"unmet","evidence":"welcome.md has no opening hours"}]}"#;
     assert_eq!(
         GoalReply::parse(text),
@@ -55,7 +55,7 @@ fn a_chatty_review_reads() {
 
 #[test]
 fn an_empty_object_in_prose_is_the_first_object() {
-    // SPEC 3 reads the first JSON object, and `{}` is one: a model that writes
+    // The reply reader takes the first JSON object, and `{}` is one: a model that writes
     // it in prose gets asked once more, with a note naming what is missing.
     let err = ReviewReply::parse("Empty blocks `{}` are fine.\n{\"decision\": \"pass\"}").unwrap_err();
     assert_eq!(
@@ -116,7 +116,7 @@ fn merged_severity_is_the_strongest() {
             fix: None,
         }]
     );
-    // Code, not the merger, sets the group's severity (SPEC 4 step 4).
+    // Code, not the merger, sets the group's severity.
     assert_eq!(Severity::strongest([Severity::NiceToHave, Severity::ShouldFix]), Some(Severity::ShouldFix));
 }
 

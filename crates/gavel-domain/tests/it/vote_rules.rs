@@ -1,4 +1,4 @@
-//! SPEC 4.1 as a table: every vote rule, its protections and the panel's
+//! The vote rules as a table: every vote rule, its protections and the panel's
 //! pass rule, asserted as whole values.
 
 use gavel_domain::protocol::{Severity, VoteKind};

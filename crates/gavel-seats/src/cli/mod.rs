@@ -1,4 +1,4 @@
-//! The agent CLI engines (SPEC 7): `claude`, `codex`, `opencode`, `gemini`.
+//! The agent CLI engines: `claude`, `codex`, `opencode`, `gemini`.
 //!
 //! A [`CliSeat`] answers a request by spawning the agent CLI headless, through
 //! `gavel-process` (cleared environment, stdin null, own process group, killed
@@ -181,7 +181,7 @@ pub struct CliSeat {
 }
 
 impl CliSeat {
-    /// Builds a seat from its spec (SPEC 7's seat keys). `base` is the
+    /// Builds a seat from its spec (its seat keys). `base` is the
     /// workflow file's directory: a relative `executable` path (containing a
     /// `/`) is resolved against it; a bare name is looked up on `PATH` when
     /// the seat runs.

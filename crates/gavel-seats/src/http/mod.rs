@@ -1,4 +1,4 @@
-//! The HTTP API engines (SPEC 7): `anthropic` and `openai`.
+//! The HTTP API engines: `anthropic` and `openai`.
 //!
 //! An [`HttpSeat`] sends each request as one streamed API call:
 //!
