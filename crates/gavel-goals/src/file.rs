@@ -768,7 +768,7 @@ mod tests {
     use super::*;
     use pretty_assertions::assert_eq;
 
-    const SPEC_EXAMPLE: &str = r#"id: retries
+    const DOCUMENTED_EXAMPLE: &str = r#"id: retries
 title: Add retries to the HTTP client
 criteria:
   - id: AC1
@@ -791,7 +791,7 @@ evaluator: deterministic    # deterministic | hybrid (judge fuzzy criteria) | ju
 
     #[test]
     fn the_spec_example_reads() {
-        let goal = parse(Path::new("goal.yaml"), SPEC_EXAMPLE, "retries").unwrap();
+        let goal = parse(Path::new("goal.yaml"), DOCUMENTED_EXAMPLE, "retries").unwrap();
         assert_eq!(goal.criteria.len(), 2);
         assert_eq!(goal.criteria[0].command.as_deref(), Some("cargo test -p client retries"));
         assert_eq!(goal.criteria[0].timeout_seconds(), 300);
